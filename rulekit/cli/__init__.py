@@ -1,0 +1,11 @@
+"""The `rulekit` command line: a thin layer that renders what the core returns.
+
+Each command lives in its own module and registers itself on `app`."""
+from rulekit.cli.app import app
+
+# command modules (each does `@app.command(...)`)
+from rulekit.cli import attribute as _attribute  # noqa: F401,E402
+
+
+def main() -> None:
+    app()

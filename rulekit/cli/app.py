@@ -1,0 +1,5 @@
+"""The typer application object every CLI command module registers on."""
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="rulekit: rules for failure attribution of distributed GPU jobs.")

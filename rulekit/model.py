@@ -1,0 +1,276 @@
+"""The rule model: the typed IR that every front-end (TOML, DSL, Python plugin)
+produces and the loader validates and freezes into a RuleEngine.
+
+Plain frozen dataclasses with a source span on everything.  No parsing, no I/O,
+no knowledge of which file format a rule came from (beyond `span.file`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+from typing import Any, Callable, Mapping
+
+from rulekit.diagnostics import Span
+
+OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")
+
+
+class EventType(str, Enum):
+    BAD_NODE = "Attribution.node.bad"
+    INTERESTING_NODE = "Attribution.node.interesting"
+    BAD_PEERS = "Attribution.node.bad_peers"
+    DATA = "Attribution.data"
+
+
+# short names used in rule files -> well-known event type names
+EMIT_TYPES: dict[str, EventType] = {
+    "bad_node": EventType.BAD_NODE,
+    "interesting_node": EventType.INTERESTING_NODE,
+    "bad_peers": EventType.BAD_PEERS,
+    "data": EventType.DATA,
+}
+SHORT_EMIT = {v.value: k for k, v in EMIT_TYPES.items()}
+
+
+class RuleKind(str, Enum):
+    EXTRACTOR = "extractor"
+    ACCUMULATOR = "accumulator"
+    FILTER = "filter"
+    REFINER = "refiner"
+    COLLECTOR = "collector"
+
+
+class FilterPriority(IntEnum):
+    """Filter strata.  A priority is a stratum plus an offset 0..999; lower runs first."""
+
+    EARLY = 1000
+    MID = 2000
+    STANDARD = 3000
+    LATE = 4000
+
+
+class RefinerPriority(IntEnum):
+    """Refiner strata: SCRUB sees one node's symptoms, FINAL the job-wide set,
+    POST_OUTCOME the job-wide set plus the chosen outcome."""
+
+    SCRUB = 1000
+    FINAL = 2000
+    POST_OUTCOME = 3000
+
+
+STRATUM_WIDTH = 1000
+
+
+def stratum_of(priority: int, strata: type[IntEnum]) -> IntEnum | None:
+    """The stratum a numeric priority falls in, or None if it is out of range."""
+    for s in sorted(strata, reverse=True):
+        if s <= priority < s + STRATUM_WIDTH:
+            return s
+    return None
+
+
+@dataclass(frozen=True)
+class Symptom:
+    name: str
+    outcome: str
+    sub_domain: str
+    rank: int
+    docs: str = ""
+    aliases: tuple[str, ...] = ()
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class OutcomeRule:
+    """Outcome mapping rule: symptoms with this prefix that did not set an outcome /
+    sub_domain / rank themselves take these.  Longest prefix wins."""
+
+    prefix: str
+    outcome: str | None = None
+    sub_domain: str | None = None
+    rank: int | None = None
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Emit:
+    """What an extractor produces on a match.  `symptom`, `node` and field values are
+    templates: `{capture}` is replaced by the named group's text."""
+
+    type: str = "bad_node"  # key of EMIT_TYPES
+    symptom: str | None = None
+    node: str | None = None
+    fields: tuple[tuple[str, str], ...] = ()
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class LineTest:
+    """An inline test case: `line` run through the rule alone.
+
+    expect: an emit type ("bad_node", ...) or "nothing".  symptom / node / captures
+    (subset) are checked when given."""
+
+    line: str
+    expect: str
+    symptom: str | None = None
+    node: str | None = None
+    captures: tuple[tuple[str, str], ...] = ()
+    source: str | None = None
+    format: str | None = None
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class ExtractorRule:
+    name: str
+    author: str
+    span: Span
+    match_re: str
+    emit: Emit
+    match_span: Span | None = None  # span of the pattern text itself (for regex diagnostics)
+    sources: tuple[str, ...] = ()  # empty: every source
+    formats: tuple[str, ...] = ()  # empty: every format
+    requires: tuple[str, ...] = ()
+    tests: tuple[LineTest, ...] = ()
+    origin: str | None = None  # "family:NAME" / "catalog:NAME[key]" for expanded rules
+    lookup: tuple[tuple[str, str], ...] = ()  # catalog entry fields merged into captures
+    docs: str = ""
+    kind: RuleKind = RuleKind.EXTRACTOR
+
+
+class Accumulator:
+    """Base class of extractor-accumulator state machines (Python plugins only).
+
+    Created on a trigger line; `feed()` receives the following lines of the same
+    observation (and the same rank, for rank-prefixed application logs) until it
+    returns False; `finalize()` then returns the events to emit."""
+
+    def __init__(self, ctx: "AccumulatorContext", line: str, match: Mapping[str, str]):
+        self.ctx = ctx
+
+    def feed(self, line: str) -> bool:  # pragma: no cover - interface
+        return False
+
+    def finalize(self) -> list["EventSpec"]:  # pragma: no cover - interface
+        return []
+
+
+@dataclass(frozen=True)
+class AccumulatorRule:
+    name: str
+    author: str
+    span: Span
+    trigger_re: str
+    factory: Callable[..., Accumulator]
+    sources: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+    max_lines: int = 500
+    requires: tuple[str, ...] = ()
+    tests: tuple[LineTest, ...] = ()
+    docs: str = ""
+    symptoms: tuple[str, ...] = ()  # symptoms it may emit (declared, for checks)
+    kind: RuleKind = RuleKind.ACCUMULATOR
+
+    @property
+    def match_re(self) -> str:
+        return self.trigger_re
+
+
+@dataclass(frozen=True)
+class FilterRule:
+    name: str
+    author: str
+    span: Span
+    priority: int
+    func: Callable[[Any], None]
+    requires: tuple[str, ...] = ()
+    docs: str = ""
+    decl: Any = None  # declarative description when compiled from the DSL
+    symptoms: tuple[str, ...] = ()  # symptoms it names (for reference checks)
+    kind: RuleKind = RuleKind.FILTER
+
+
+@dataclass(frozen=True)
+class RefinerRule:
+    name: str
+    author: str
+    span: Span
+    priority: int
+    func: Callable[[Any], None]
+    requires: tuple[str, ...] = ()
+    docs: str = ""
+    decl: Any = None
+    symptoms: tuple[str, ...] = ()
+    kind: RuleKind = RuleKind.REFINER
+
+
+@dataclass(frozen=True)
+class CollectorRule:
+    name: str
+    author: str
+    span: Span
+    func: Callable[[Any], Any]
+    requires: tuple[str, ...] = ()
+    docs: str = ""
+    decl: Any = None
+    kind: RuleKind = RuleKind.COLLECTOR
+
+
+Rule = ExtractorRule | AccumulatorRule | FilterRule | RefinerRule | CollectorRule
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """An event a rule wants to add (accumulators, filters): the stream fills in the rest."""
+
+    type: str  # key of EMIT_TYPES
+    symptom: str | None = None
+    node: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    line_num: int | None = None
+    timestamp: str | None = None
+    datum: str | None = None
+
+
+@dataclass(frozen=True)
+class ObservationSpec:
+    """Observation text in a job-level test case."""
+
+    source: str
+    lines: tuple[str, ...]
+    node: str | None = None
+    format: str = "text"
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class JobTestCase:
+    """A job-level test: a few observations -> expected result (subset of fields).
+
+    expect keys: outcome, sub_domain, root_cause (symptom), root_node, bad_nodes
+    (exact list), symptoms (must be present), absent_symptoms, ambiguous."""
+
+    name: str
+    job: Mapping[str, Any]
+    observations: tuple[ObservationSpec, ...]
+    expect: Mapping[str, Any]
+    span: Span | None = None
+
+
+@dataclass
+class RuleSet:
+    """Everything the front-ends produced for one corpus, before validation."""
+
+    rules: list[Rule] = field(default_factory=list)
+    symptoms: list[Symptom] = field(default_factory=list)
+    outcome_rules: list[OutcomeRule] = field(default_factory=list)
+    job_tests: list[JobTestCase] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def extend(self, other: "RuleSet") -> None:
+        self.rules.extend(other.rules)
+        self.symptoms.extend(other.symptoms)
+        self.outcome_rules.extend(other.outcome_rules)
+        self.job_tests.extend(other.job_tests)
+        self.files.extend(other.files)
