@@ -78,10 +78,15 @@ class NaiveScanner:
         return hits
 
 
-def make_scanner(patterns: Sequence[str], sample: bytes | None = None) -> Scanner:
-    """The scanner extraction uses: the acceleration structure when available."""
-    try:
-        from rulekit.accel import Accelerator
-    except ImportError:
+def make_scanner(patterns: Sequence[str], sample: bytes | None = None, backend: str | None = None) -> Scanner:
+    """The scanner extraction uses: the acceleration structure (rulekit.accel).
+
+    `backend` (default: the RULEKIT_SCANNER environment variable, else "auto")
+    forces an implementation for tests and benchmarks: "naive", "re2",
+    "hyperscan" or "auto" (Hyperscan when installed, else pyre2 + Aho-Corasick)."""
+    from rulekit.accel import Accelerator, forced_backend
+
+    choice = (backend or forced_backend()).lower()
+    if choice == "naive":
         return NaiveScanner(patterns)
-    return Accelerator(patterns, sample=sample)
+    return Accelerator(patterns, sample=sample, backend=choice)

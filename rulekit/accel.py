@@ -1,0 +1,365 @@
+"""The extractor acceleration structure: many rule regexes over byte chunks of logs.
+
+`Accelerator(patterns).scan(chunk)` returns exactly what `scan.NaiveScanner` returns
+(every (line_start, line_end, pattern_index, groupdict), sorted) without a Python
+loop over lines or rules on the hot path:
+
+1. *Gate.*  One pass over the whole chunk finds the lines some rule may match:
+   a pyre2 multi-line alternation of every rule's byte-level superset form
+   (`accel_superset`; compiled with an explicit `max_mem`, after `re2.purge()`),
+   or, with the optional `hyperscan` extra, a Hyperscan block-mode database that
+   also says which rules fired.  After a gate hit the search resumes at the next
+   line, so a match running across lines can never hide a real hit.
+2. *Candidates.*  On a pyre2 gate-hit line only, an Aho-Corasick automaton
+   (ahocorasick-rs, DFA, overlapping) over the lower-cased line maps each rule's
+   chosen key literal (`literals.choose_keys`: rarest in a benign sample) to the
+   rule; rules without a usable key (unfilterable or weak) are always candidates.
+3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
+   also yields the named captures.
+
+Line semantics match the naive loop: a trailing `\\r` is removed (CRLF chunks are
+rewritten `\\r\\n` -> `\\n\\n`, same length, and the phantom empty lines skipped);
+a line that is not valid UTF-8 is decoded with replacement and scanned on its own.
+`analysis` reports, per pattern, the key, whether it is prefilterable and why not,
+weak-key status and the engine.  No I/O except reading the packaged benign sample.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Sequence
+
+import ahocorasick_rs
+
+from rulekit import literals as L
+from rulekit.accel_superset import raw_gate_form, superset_of
+from rulekit.regex import MAX_MEM, compile_big, compile_pattern
+from rulekit.scan import decode_line
+
+try:  # optional extra: pip install rulekit[hyperscan]
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - depends on the install
+    _hs = None
+
+WEAK_KEY_RATE = 0.005  # a key on more than 0.5 % of sample lines does not narrow enough
+BACKENDS = ("auto", "re2", "hyperscan")
+_NONASCII_LINE = r"[\x80-\xff]"
+
+
+def hyperscan_available() -> bool:
+    return _hs is not None
+
+
+@lru_cache(maxsize=1)
+def default_sample() -> bytes:
+    """The benign log sample shipped with the package (used to rank key literals)."""
+    try:
+        return resources.files("rulekit").joinpath("data/benign_sample.log").read_bytes()
+    except (FileNotFoundError, OSError):
+        return b""
+
+
+@dataclass
+class PatternAnalysis:
+    index: int
+    pattern: str
+    factors: list[frozenset] | None  # required literal factors (None: unparsable)
+    key: frozenset | None  # the chosen factor (OR of keys), None: no usable literal
+    prefilterable: bool  # narrowed by its key literal (not tried on every gate-hit line)
+    reason: str  # why not prefilterable ("" when it is)
+    weak_key: bool
+    key_sample_rate: float  # fraction of sample lines holding the key
+    engine: str  # "re2" or "hyperscan": the engine of the gate that covers it
+    gate_form: str | None  # the byte-level superset pattern used by the gate
+    broad_rate: float | None = None  # confirmed match rate on the sample (set by accel_report)
+
+    @property
+    def key_text(self) -> str | None:
+        if not self.key:
+            return None
+        return " | ".join(sorted(k.decode("utf-8", "replace") for k in self.key))
+
+
+@dataclass
+class _Gate:
+    """A pyre2 gate over a subset of the rules."""
+    regex: object  # pyre2 pattern
+    members: tuple[int, ...]
+    always: tuple[int, ...]  # members without a usable key: candidates on every hit line
+    ac: object | None  # BytesAhoCorasick over keys
+    key_rules: list[tuple[int, ...]] = field(default_factory=list)
+
+
+class Accelerator:
+    """Exact fast multi-pattern scanner; see the module docstring."""
+
+    def __init__(self, patterns: Sequence[str], sample: bytes | None = None, backend: str = "auto"):
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; use one of {BACKENDS}")
+        if backend == "hyperscan" and _hs is None:
+            raise RuntimeError("backend 'hyperscan' requested but the hyperscan module is not installed")
+        self.patterns = list(patterns)
+        self.compiled = [compile_pattern(p) for p in self.patterns]
+        if sample is None:
+            sample = default_sample()
+        self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
+
+        n = len(self.patterns)
+        all_factors = [L.factors_of(p) for p in self.patterns]
+        choices = L.choose_keys(all_factors, sample)
+        supersets = [superset_of(p) for p in self.patterns]
+        self.analysis: list[PatternAnalysis] = []
+        for i in range(n):
+            ch, ss = choices[i], supersets[i]
+            reason = ""
+            weak = ch.factor is not None and ch.rate > WEAK_KEY_RATE
+            if all_factors[i] is None:
+                reason = "Python's parser cannot read the pattern, so no literal can be extracted"
+            elif ch.factor is None:
+                reason = "no literal of at least 3 bytes is required by every match"
+            elif weak:
+                reason = f"its rarest key is on {ch.rate:.2%} of benign sample lines"
+            if ss.text is None and not reason:
+                reason = ss.reason
+            self.analysis.append(PatternAnalysis(
+                index=i, pattern=self.patterns[i], factors=all_factors[i], key=ch.factor,
+                prefilterable=not reason, reason=reason, weak_key=weak,
+                key_sample_rate=ch.rate, engine="re2", gate_form=ss.text))
+
+        # split rules between Hyperscan (gate says which rule) and pyre2 gates
+        re2_members = list(range(n))
+        self._hs_db = None
+        self._hs_members: set[int] = set()
+        if self.backend == "hyperscan":
+            self._build_hyperscan(supersets)
+            re2_members = [i for i in range(n) if i not in self._hs_members]
+        self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
+
+    # ------------------------------------------------------------------ building
+    def _build_hyperscan(self, supersets) -> None:
+        exprs, ids, flags = [], [], []
+        for i, ss in enumerate(supersets):
+            if ss.text is None:
+                continue
+            exprs.append(ss.text.encode("ascii"))
+            ids.append(i)
+            flags.append(_hs.HS_FLAG_MULTILINE)
+        if not exprs:
+            return
+        accepted = self._hs_compile(exprs, ids, flags)
+        self._hs_members = set(accepted)
+        for i in accepted:
+            self.analysis[i].engine = "hyperscan"
+            # Hyperscan names the rule itself: no key literal needed
+            self.analysis[i].prefilterable = True
+            self.analysis[i].reason = ""
+
+    def _hs_compile(self, exprs, ids, flags) -> list[int]:
+        """Compile what Hyperscan accepts; patterns it rejects (found by bisection,
+        its error does not name the expression) stay with pyre2."""
+        def compiles(idx):
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            try:
+                db.compile(expressions=[exprs[j] for j in idx], ids=[ids[j] for j in idx],
+                           elements=len(idx), flags=[flags[j] for j in idx])
+            except _hs.error:
+                return None
+            return db
+
+        def accepted(idx):
+            if not idx:
+                return []
+            if compiles(idx) is not None:
+                return idx
+            if len(idx) == 1:
+                return []
+            mid = len(idx) // 2
+            return accepted(idx[:mid]) + accepted(idx[mid:])
+
+        ok = accepted(list(range(len(exprs))))
+        db = compiles(ok) if ok else None
+        if db is None:
+            return []
+        self._hs_db = db
+        self._hs_scratch = _hs.Scratch(db)
+        return [ids[j] for j in ok]
+
+    def _build_re2_gate(self, members: list[int], supersets) -> _Gate:
+        branches: list[str] = []
+        always: list[int] = []
+        nonascii = False
+        for i in members:
+            ss, a = supersets[i], self.analysis[i]
+            if ss.text is not None:
+                branches.append(ss.text)
+            elif not ss.exact_parse:
+                branches.append(raw_gate_form(self.patterns[i]))
+                nonascii = True
+            else:
+                branches.append("^")  # matches the empty string: every line
+            if not a.prefilterable:
+                always.append(i)
+        if nonascii:
+            branches.append(_NONASCII_LINE)
+        regex = _compile_gate(branches)
+        keys: dict[bytes, list[int]] = {}
+        for i in members:
+            a = self.analysis[i]
+            if a.prefilterable and a.key:
+                for k in a.key:
+                    keys.setdefault(k, []).append(i)
+        ac = None
+        key_rules: list[tuple[int, ...]] = []
+        if keys:
+            klist = list(keys)
+            ac = ahocorasick_rs.BytesAhoCorasick(klist, implementation=ahocorasick_rs.Implementation.DFA)
+            key_rules = [tuple(keys[k]) for k in klist]
+        return _Gate(regex, tuple(members), tuple(always), ac, key_rules)
+
+    # ------------------------------------------------------------------ scanning
+    def scan(self, chunk: bytes) -> list[tuple[int, int, int, dict]]:
+        """Every (line_start, line_end, pattern_index, groupdict) of `chunk`, as NaiveScanner."""
+        if not chunk:
+            return []
+        buf = chunk
+        crlf = b"\r" in chunk
+        if crlf:
+            buf = chunk.replace(b"\r\n", b"\n\n")
+            if buf.endswith(b"\r"):
+                buf = buf[:-1] + b"\n"
+        bad_lines = [] if buf.isascii() else _invalid_utf8_lines(buf)
+        skip = {ls for ls, _ in bad_lines}
+        hits = self._scan_clean(buf, chunk if crlf else None, skip)
+        if bad_lines:
+            for ls, le in bad_lines:
+                le_orig = chunk.find(b"\n", ls)
+                if le_orig < 0:
+                    le_orig = len(chunk)
+                text = decode_line(chunk[ls:le_orig])
+                mini = text.encode("utf-8")
+                for _s, _e, i, gd in self._scan_clean(mini, None, set()):
+                    hits.append((ls, le_orig, i, gd))
+            hits.sort(key=lambda h: (h[0], h[2]))
+        return hits
+
+    def _scan_clean(self, buf: bytes, orig: bytes | None, skip: set[int]):
+        """Scan `buf` (valid UTF-8 line by line).  `orig`: the chunk before the CRLF
+        rewrite (to map line ends back and skip phantom lines); `skip`: line starts
+        handled elsewhere."""
+        per_line: dict[int, set[int]] = {}
+        line_end: dict[int, int] = {}
+        n = len(buf)
+        if self._hs_db is not None:
+            self._hs_lines(buf, per_line, line_end)
+        if self._gate is not None:
+            self._gate_lines(buf, per_line, line_end)
+        hits = []
+        compiled = self.compiled
+        gate = self._gate
+        always = gate.always if gate is not None else ()
+        for ls in sorted(per_line):
+            if ls in skip:
+                continue
+            if orig is not None and ls > 0 and orig[ls - 1] == 13:
+                continue  # phantom line of a CRLF rewrite
+            le = line_end[ls]
+            cands = per_line[ls]
+            cands.update(always)
+            if not cands:
+                continue
+            text = buf[ls:le].decode("utf-8")
+            if orig is not None and le < n and orig[le] == 13:
+                le += 1
+            for i in sorted(cands):
+                m = compiled[i].search(text)
+                if m is not None:
+                    hits.append((ls, le, i, m.groupdict()))
+        return hits
+
+    def _gate_lines(self, buf: bytes, per_line, line_end) -> None:
+        gate = self._gate
+        search = gate.regex.search
+        ac = gate.ac
+        key_rules = gate.key_rules
+        n = len(buf)
+        pos = 0
+        while pos < n:
+            m = search(buf, pos)
+            if m is None:
+                break
+            st = m.start()
+            ls = buf.rfind(b"\n", 0, st) + 1
+            if ls >= n:
+                break
+            le = buf.find(b"\n", st)
+            if le < 0:
+                le = n
+            cands = per_line.get(ls)
+            if cands is None:
+                cands = per_line[ls] = set()
+                line_end[ls] = le
+            if ac is not None:
+                for kid, _s, _e in ac.find_matches_as_indexes(buf[ls:le].lower(), overlapping=True):
+                    cands.update(key_rules[kid])
+            pos = le + 1
+
+    def _hs_lines(self, buf: bytes, per_line, line_end) -> None:
+        found: list[tuple[int, int]] = []
+        append = found.append
+
+        def on_match(rule_id, _frm, to, _flags, _ctx):
+            append((to, rule_id))
+
+        self._hs_cb = on_match  # keep the callback referenced while the engine runs
+        self._hs_db.scan(buf, match_event_handler=on_match, scratch=self._hs_scratch)
+        if not found:
+            return
+        found.sort()
+        n = len(buf)
+        cur_ls, cur_le = -1, -1
+        cands: set[int] = set()
+        for to, rid in found:
+            last = to - 1 if to > 0 else 0
+            if last > cur_le or cur_ls < 0 or last < cur_ls:
+                cur_ls = buf.rfind(b"\n", 0, last) + 1
+                cur_le = buf.find(b"\n", last)
+                if cur_le < 0:
+                    cur_le = n
+                cands = per_line.get(cur_ls)
+                if cands is None:
+                    cands = per_line[cur_ls] = set()
+                    line_end[cur_ls] = cur_le
+            cands.add(rid)
+
+
+def _compile_gate(branches: list[str]):
+    text = "(?m)" + "|".join("(?:" + b + ")" for b in branches)
+    return compile_big(text.encode("latin-1"), max_mem=max(MAX_MEM, len(branches) * (128 << 10)))
+
+
+def _invalid_utf8_lines(buf: bytes) -> list[tuple[int, int]]:
+    """(start, end) of the lines of `buf` that are not valid UTF-8."""
+    out = []
+    view = memoryview(buf)
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        try:
+            str(view[pos:], "utf-8")
+            break
+        except UnicodeDecodeError as e:
+            bad = pos + e.start
+            ls = buf.rfind(b"\n", 0, bad) + 1
+            le = buf.find(b"\n", bad)
+            if le < 0:
+                le = n
+            out.append((ls, le))
+            pos = le + 1
+    return out
+
+
+def forced_backend() -> str:
+    """Backend forced by RULEKIT_SCANNER (naive|re2|hyperscan|auto), default auto."""
+    return os.environ.get("RULEKIT_SCANNER", "auto").strip().lower() or "auto"
