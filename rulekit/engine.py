@@ -1,0 +1,84 @@
+"""The RuleEngine: an immutable, validated corpus organised for execution.
+
+Rules by phase (extractors, accumulators, filters and refiners in priority
+order, collectors), the symptom registry, compiled patterns and one scanner
+(acceleration structure) per (source, format) combination, built on first use
+and cached.  Built only by `rulekit.loader`; holds no per-job state.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+from rulekit.config import GlobalConfig
+from rulekit.model import (
+    AccumulatorRule,
+    CollectorRule,
+    ExtractorRule,
+    FilterRule,
+    RefinerRule,
+    Rule,
+    RuleSet,
+)
+from rulekit.registry import SymptomRegistry
+from rulekit.scan import Scanner, make_scanner
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The scanner for one (source, format) and the rule behind each pattern index."""
+
+    scanner: Scanner
+    rules: tuple[ExtractorRule | AccumulatorRule, ...]
+
+
+class RuleEngine:
+    def __init__(self, ruleset: RuleSet, registry: SymptomRegistry, config: GlobalConfig | None = None):
+        self.ruleset = ruleset
+        self.registry = registry
+        self.config = config or GlobalConfig()
+        rules = list(ruleset.rules)
+        self.rules: tuple[Rule, ...] = tuple(rules)
+        self.by_name: dict[str, Rule] = {r.name: r for r in rules}
+        self.extractors = tuple(r for r in rules if isinstance(r, ExtractorRule))
+        self.accumulators = tuple(r for r in rules if isinstance(r, AccumulatorRule))
+        # stable: equal priorities keep load order (file name order, then position)
+        self.filters = tuple(sorted((r for r in rules if isinstance(r, FilterRule)), key=lambda r: r.priority))
+        self.refiners = tuple(sorted((r for r in rules if isinstance(r, RefinerRule)), key=lambda r: r.priority))
+        self.collectors = tuple(r for r in rules if isinstance(r, CollectorRule))
+        self.job_tests = tuple(ruleset.job_tests)
+        self._plans: dict[tuple[str, str], ScanPlan] = {}
+        self._lock = threading.Lock()
+
+    def rule_names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+    def scan_plan(self, source: str, fmt: str) -> ScanPlan:
+        key = (source, fmt)
+        plan = self._plans.get(key)
+        if plan is None:
+            with self._lock:
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = self._build_plan(source, fmt)
+                    self._plans[key] = plan
+        return plan
+
+    def _build_plan(self, source: str, fmt: str) -> ScanPlan:
+        chosen: list[ExtractorRule | AccumulatorRule] = [
+            r for r in (*self.extractors, *self.accumulators) if applies(r, source, fmt)
+        ]
+        return ScanPlan(make_scanner([r.match_re for r in chosen]), tuple(chosen))
+
+    def scanner_for_rules(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan:
+        """A one-off plan over chosen rules (inline tests, the language server)."""
+        return ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+
+    def __getstate__(self) -> dict:
+        # engines are shared with worker processes by rebuilding from paths, not pickling
+        raise TypeError("RuleEngine is not picklable; rebuild it in the worker with load_corpus(paths)")
+
+
+def applies(rule: ExtractorRule | AccumulatorRule, source: str, fmt: str) -> bool:
+    return (not rule.sources or source in rule.sources) and (not rule.formats or fmt in rule.formats)

@@ -1,0 +1,84 @@
+"""What a single log line says about itself: rank prefix, printing host, timestamp.
+
+Used on matched lines only (never on the hot path of every line).  Recognises
+`srun -l` (`12: `), torch (`[rank12]:`) and torchrun --tee (`[default12]:`)
+rank prefixes, the NCCL `host:pid:tid [dev]` prefix, and the timestamp shapes of
+REFERENCE.md (monotonic, dmesg -T, classic syslog, ISO/journald, NCCL, glog,
+Slurm).  Pure functions, no I/O.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+_RANK = re.compile(r"^\s{0,8}(?:\[(?:rank|default)(\d+)\]:|(\d+): )")
+_NCCL_HOST = re.compile(r"(?:^|[\s\]:])([A-Za-z][\w.\-]*):(\d+):(\d+) \[\d+\]")
+_MONO = re.compile(r"\[\s*(\d+\.\d+)\]")
+_DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) (\d{4})\]")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
+_SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
+_MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
+
+
+@dataclass(frozen=True)
+class LineContext:
+    rank: int | None
+    host: str | None
+    timestamp: str | None  # ISO 8601, UTC when the line says its zone or the job's year is known
+    uptime: float | None  # kernel monotonic seconds
+
+
+def rank_of(line: str) -> int | None:
+    m = _RANK.match(line)
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
+
+
+def host_of(line: str) -> str | None:
+    m = _NCCL_HOST.search(line[:300])
+    return m.group(1) if m else None
+
+
+def timestamp_of(line: str, year: int | None = None) -> tuple[str | None, float | None]:
+    head = line[:160]
+    uptime = None
+    m = _MONO.search(head)
+    if m and not _DMESG_T.search(head):
+        try:
+            uptime = float(m.group(1))
+        except ValueError:
+            uptime = None
+    m = _ISO.search(head)
+    if m:
+        frac = m.group(3) or ""
+        tz = m.group(4)
+        try:
+            dt = datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{frac[:7]}")
+            if tz:
+                tz = "+00:00" if tz == "Z" else (tz if ":" in tz else tz[:3] + ":" + tz[3:])
+                dt = datetime.fromisoformat(dt.isoformat() + tz).astimezone(timezone.utc)
+            return dt.isoformat(), uptime
+        except ValueError:
+            pass
+    m = _DMESG_T.search(head)
+    if m:
+        try:
+            dt = datetime(int(m.group(4)), _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
+            return dt.isoformat(), uptime
+        except (KeyError, ValueError):
+            pass
+    m = _SYSLOG.search(head)
+    if m and year and m.group(1) in _MONTHS:
+        try:
+            dt = datetime(year, _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
+            return dt.isoformat(), uptime
+        except ValueError:
+            pass
+    return None, uptime
+
+
+def line_context(line: str, year: int | None = None) -> LineContext:
+    ts, up = timestamp_of(line, year)
+    return LineContext(rank_of(line), host_of(line), ts, up)

@@ -1,0 +1,451 @@
+"""The rule loader: rule files -> validated RuleEngine, every problem as a Diagnostic.
+
+Follows the spec's initialization order: register the built-in rule types, glob
+each rules folder for top-level `*.py`, `*.toml` and `*.rule` files (sorted,
+skipping `*.test.toml`; `common/` is only imported by rule modules), execute each
+`.py` fresh with its decorators bound to this loader, parse each declarative file
+with its front-end, then validate the whole corpus in one pass (names,
+dependencies, symptoms, priorities, templates, regexes) and freeze it.
+
+`load_corpus()` collects every problem and never raises on user input (what the
+CLI and the language server call); `RuleLoader.build(strict=True)` raises a
+RulekitError carrying all errors at once (what `setup_rules()` uses).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from rulekit.config import GlobalConfig
+from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors
+from rulekit.engine import RuleEngine
+from rulekit.expand import template_names
+from rulekit.model import (
+    OUTCOMES,
+    AccumulatorRule,
+    CollectorRule,
+    ExtractorRule,
+    FilterPriority,
+    FilterRule,
+    RefinerPriority,
+    RefinerRule,
+    RuleKind,
+    RuleSet,
+    stratum_of,
+)
+from rulekit.plugin import _ACTIVE, PluginSink
+from rulekit.regex import check_pattern, group_names
+from rulekit.registry import SymptomRegistry
+from rulekit.toml_frontend import parse_job_tests, parse_rules
+
+RULE_SUFFIXES = (".toml", ".rule", ".py")
+
+
+def bundled_rules_path() -> Path:
+    """The package's bundled rules folder: `rulekit/bundled_rules` inside an installed
+    wheel, `bundled_rules/` beside the package in a source checkout (editable install)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "bundled_rules", here.parent / "bundled_rules"):
+        if candidate.is_dir():
+            return candidate
+    return Path(str(resources.files("rulekit.bundled_rules")))
+
+
+# ---- rule types ---------------------------------------------------------------------
+
+RULE_TYPES: dict[str, type] = {}
+
+
+def rule_type(kind: RuleKind) -> Callable[[type], type]:
+    """Register a rule type's validator with the loader."""
+
+    def deco(cls: type) -> type:
+        RULE_TYPES[kind.value] = cls
+        return cls
+
+    return deco
+
+
+@rule_type(RuleKind.EXTRACTOR)
+class _ExtractorType:
+    @staticmethod
+    def validate(rule: ExtractorRule, v: "_Validator") -> None:
+        v.check_regex(rule, rule.match_re)
+        names = group_names(rule.match_re) | {k for k, _ in rule.lookup}
+        e = rule.emit
+        for t in (e.symptom, e.node, *(val for _, val in e.fields)):
+            for ph in template_names(t):
+                if ph not in names:
+                    v.add("RK107", f"emit of `{rule.name}` uses `{{{ph}}}` but the pattern has no named group `(?P<{ph}>...)`",
+                          e.span or rule.span, placeholder=ph)
+        if e.symptom and not template_names(_static(e.symptom, rule)):
+            v.use_symptom(_static(e.symptom, rule), rule.name, e.span or rule.span)
+        elif e.symptom:
+            v.use_symptom_template(_static(e.symptom, rule), rule.name, e.span or rule.span)
+        for t in rule.tests:
+            if t.symptom:
+                v.use_symptom(t.symptom, rule.name, t.span or rule.span, emitted=False)
+            for cap, _ in t.captures:
+                if cap not in names:
+                    v.add("RK108", f"test of `{rule.name}` checks capture `{cap}`, which the pattern does not define",
+                          t.span or rule.span)
+
+
+@rule_type(RuleKind.ACCUMULATOR)
+class _AccumulatorType:
+    @staticmethod
+    def validate(rule: AccumulatorRule, v: "_Validator") -> None:
+        v.check_regex(rule, rule.trigger_re)
+        for s in rule.symptoms:
+            v.use_symptom(s, rule.name, rule.span)
+
+
+@rule_type(RuleKind.FILTER)
+class _FilterType:
+    @staticmethod
+    def validate(rule: FilterRule, v: "_Validator") -> None:
+        v.check_priority(rule, FilterPriority, "filter")
+        for s in rule.symptoms:
+            v.use_symptom(s, rule.name, rule.span)
+
+
+@rule_type(RuleKind.REFINER)
+class _RefinerType:
+    @staticmethod
+    def validate(rule: RefinerRule, v: "_Validator") -> None:
+        v.check_priority(rule, RefinerPriority, "refiner")
+        for s in rule.symptoms:
+            v.use_symptom(s, rule.name, rule.span, emitted=False)
+
+
+@rule_type(RuleKind.COLLECTOR)
+class _CollectorType:
+    @staticmethod
+    def validate(rule: CollectorRule, v: "_Validator") -> None:
+        return None
+
+
+def _static(template: str, rule: ExtractorRule) -> str:
+    """Render the placeholders a catalog entry fixes at load time (its lookup fields and key)."""
+    values = dict(rule.lookup)
+    if rule.origin and rule.origin.startswith("catalog:") and "[" in rule.name:
+        key_val = rule.name[rule.name.index("[") + 1 : -1]
+        m = re.search(r"\(\?P<(\w+)>" + re.escape(re.escape(key_val)) + r"\)", rule.match_re)
+        if m:
+            values[m.group(1)] = key_val
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+# ---- validation -----------------------------------------------------------------------
+
+@dataclass
+class _Validator:
+    ruleset: RuleSet
+    registry: SymptomRegistry
+    diags: list[Diagnostic] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    used_prefixes: set[str] = field(default_factory=set)
+
+    def add(self, code: str, msg: str, span: Span | None, related: Sequence[Related] = (), **data) -> None:
+        self.diags.append(Diagnostic(code, msg, span, related=tuple(related), data=data))
+
+    def use_symptom(self, name: str, rule: str, span: Span | None, emitted: bool = True) -> None:
+        self.used.add(self.registry.canonical(name))
+        if not self.registry.is_known(name):
+            self.add("RK203", f"`{rule}` uses symptom `{name}`, which is not registered", span, symptom=name, rule=rule)
+
+    def use_symptom_template(self, template: str, rule: str, span: Span | None) -> None:
+        prefix = template.split("{", 1)[0]
+        self.used_prefixes.add(prefix)
+        known = any(s.startswith(prefix) for s in self.registry.names()) or (
+            self.registry.prefix_rule(prefix) is not None)
+        if not known:
+            self.add("RK203", f"`{rule}` emits symptoms `{template}`, but no registered symptom or outcome rule starts with `{prefix}`",
+                     span, symptom=template, rule=rule)
+
+    def check_priority(self, rule: FilterRule | RefinerRule, strata: type, what: str) -> None:
+        p = rule.priority
+        names = " < ".join(s.name for s in strata)
+        if not isinstance(p, int) or isinstance(p, bool):
+            self.add("RK105", f"{what} `{rule.name}` has priority {p!r}; use one of {names} (plus an offset 0..999)",
+                     rule.span, rule=rule.name)
+        elif stratum_of(p, strata) is None:
+            self.add("RK105", f"{what} `{rule.name}` has priority {p}, outside the {what} strata {names}", rule.span,
+                     rule=rule.name)
+
+    def check_regex(self, rule: ExtractorRule | AccumulatorRule, pattern: str) -> None:
+        base = getattr(rule, "match_span", None) or rule.span
+        for prob in check_pattern(pattern):
+            span = base
+            if base is not None and base.line == base.end_line and base.end_col - base.col >= len(pattern):
+                span = Span(base.file, base.line, base.col + prob.start, base.line, base.col + max(prob.end, prob.start + 1))
+            self.add(prob.code, f"pattern of `{rule.name}`: {prob.message}", span, rule=rule.name,
+                     start=prob.start, end=prob.end)
+
+
+def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable[str] = ()) -> list[Diagnostic]:
+    """Every cross-file problem of a corpus, in one pass."""
+    v = _Validator(ruleset, registry)
+    # symptoms: outcomes, duplicates, alias conflicts
+    seen: dict[str, object] = {}
+    for s in ruleset.symptoms:
+        if s.outcome not in OUTCOMES:
+            v.add("RK106", f"symptom `{s.name}` has outcome `{s.outcome}`; use one of {', '.join(OUTCOMES)}", s.span,
+                  symptom=s.name)
+        prev = seen.get(s.name)
+        if prev is not None:
+            v.add("RK202", f"symptom `{s.name}` is registered twice", s.span,
+                  [Related(prev.span, "first registered here")] if prev.span else [], symptom=s.name)  # type: ignore[attr-defined]
+        else:
+            seen[s.name] = s
+    for s in ruleset.symptoms:
+        for a in s.aliases:
+            if a in seen and a != s.name:
+                v.add("RK207", f"alias `{a}` of symptom `{s.name}` is also the name of a symptom", s.span,
+                      [Related(seen[a].span, "registered here")] if seen[a].span else [], symptom=s.name)  # type: ignore[attr-defined]
+    for r in ruleset.outcome_rules:
+        if r.outcome is not None and r.outcome not in OUTCOMES:
+            v.add("RK106", f"outcome rule `{r.prefix}` has outcome `{r.outcome}`; use one of {', '.join(OUTCOMES)}", r.span)
+    # rules: unique names, per-type checks, dependencies
+    first: dict[str, object] = {}
+    for rule in ruleset.rules:
+        prev = first.get(rule.name)
+        if prev is not None:
+            v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span})", rule.span,  # type: ignore[attr-defined]
+                  [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
+            continue
+        first[rule.name] = rule
+        RULE_TYPES[rule.kind.value].validate(rule, v)
+    for rule in ruleset.rules:
+        for dep in rule.requires:
+            if dep not in first:
+                v.add("RK204", f"`{rule.name}` requires `{dep}`, which is not defined", rule.span, rule=rule.name,
+                      missing=dep)
+    # unused symptoms (warning): not emitted, not named by a rule, not mentioned in plugin code
+    code_text = "\n".join(plugin_texts)
+    for s in ruleset.symptoms:
+        if s.name in v.used or any(s.name.startswith(p) for p in v.used_prefixes if p):
+            continue
+        if s.name in code_text or any(a in code_text for a in s.aliases):
+            continue
+        v.add("RK205", f"symptom `{s.name}` is registered but no rule emits it", s.span, symptom=s.name)
+    return v.diags
+
+
+# ---- loading ----------------------------------------------------------------------------
+
+@dataclass
+class LoadResult:
+    engine: RuleEngine | None
+    diagnostics: list[Diagnostic]
+    ruleset: RuleSet
+    files: list[Path] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.engine is not None
+
+
+class RuleLoader:
+    """One loading pass over one or more rule folders (or single rule files)."""
+
+    def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None):
+        self.config = config or GlobalConfig()
+        # unsaved editor buffers: path -> text, used instead of the file on disk
+        self.overlay = {str(Path(k).resolve()): v for k, v in (overlay or {}).items()}
+        self.ruleset = RuleSet()
+        self.diagnostics: list[Diagnostic] = []
+        self.files: list[Path] = []
+        self.texts: dict[str, str] = {}
+        self._plugin_texts: list[str] = []
+        self._packages: dict[Path, str] = {}
+        assert {"extractor", "accumulator", "filter", "refiner", "collector"} <= set(RULE_TYPES)
+
+    # step 4 of the initialization order
+    def load_all(self, paths: Sequence[str | Path] | None = None) -> "RuleLoader":
+        for p in (paths or [bundled_rules_path()]):
+            self._load_path(Path(p))
+        return self
+
+    def _load_path(self, path: Path) -> None:
+        if path.is_file():
+            self._load_file(path, path.parent)
+            return
+        if not path.is_dir():
+            self.diagnostics.append(Diagnostic("RK001", f"rule path `{path}` does not exist or is not a folder",
+                                               Span(str(path), 1, 1)))
+            return
+        files = sorted(f for f in path.iterdir() if f.is_file() and is_rule_file(f))
+        if not files and not any(f.name.endswith(".test.toml") for f in path.iterdir()):
+            self.diagnostics.append(Diagnostic("RK005", f"`{path}` holds no rule files (*.toml, *.rule, *.py)",
+                                               Span(str(path), 1, 1)))
+        for f in files:
+            self._load_file(f, path)
+        for f in sorted(path.glob("*.test.toml")):
+            self._load_job_tests(f)
+
+    def _read(self, f: Path) -> str | None:
+        over = self.overlay.get(str(f.resolve()))
+        if over is not None:
+            self.texts[str(f)] = over
+            return over
+        try:
+            text = f.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            self.diagnostics.append(Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})", Span(str(f), 1, 1)))
+            return None
+        except OSError as e:
+            self.diagnostics.append(Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}", Span(str(f), 1, 1)))
+            return None
+        self.texts[str(f)] = text
+        return text
+
+    def _load_file(self, f: Path, folder: Path) -> None:
+        if f.name.endswith(".test.toml"):
+            self._load_job_tests(f)
+            return
+        text = self._read(f)
+        if text is None:
+            return
+        self.files.append(f)
+        if f.suffix == ".toml":
+            rs, diags = parse_rules(text, str(f))
+        elif f.suffix == ".rule":
+            from rulekit import dsl
+
+            rs, diags = dsl.parse_file(text, str(f))
+        elif f.suffix == ".py":
+            if folder not in self._packages:
+                self._packages[folder] = _package_for(folder)
+            rs, diags = exec_plugin(f, self._packages[folder], text)
+            self._plugin_texts.append(text)
+        else:
+            return
+        self.ruleset.extend(rs)
+        self.diagnostics.extend(diags)
+
+    def _load_job_tests(self, f: Path) -> None:
+        text = self._read(f)
+        if text is None:
+            return
+        cases, diags = parse_job_tests(text, str(f))
+        self.ruleset.job_tests.extend(cases)
+        self.diagnostics.extend(diags)
+
+    def registry(self) -> SymptomRegistry:
+        return SymptomRegistry(self.ruleset.symptoms, self.ruleset.outcome_rules)
+
+    def build(self, strict: bool = True) -> RuleEngine | None:
+        """Validate and freeze.  strict: raise RulekitError on any error; otherwise
+        return None when there are errors (diagnostics are in self.diagnostics)."""
+        registry = self.registry()
+        self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
+        dsl_mod = sys.modules.get("rulekit.dsl")
+        if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
+            self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
+        self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
+        if has_errors(self.diagnostics):
+            if strict:
+                raise RulekitError([d for d in self.diagnostics if d.severity is Severity.ERROR])
+            return None
+        return RuleEngine(self.ruleset, registry, self.config)
+
+
+def is_rule_file(f: Path) -> bool:
+    return f.suffix in RULE_SUFFIXES and not f.name.endswith(".test.toml") and not f.name.startswith("_")
+
+
+def load_corpus(paths: Sequence[str | Path] | None = None, config: GlobalConfig | None = None,
+                overlay: dict[str, str] | None = None) -> LoadResult:
+    """Load and validate a corpus, collecting every problem (never raises on user input).
+
+    overlay: path -> text of unsaved buffers (the language server), read instead of disk."""
+    loader = RuleLoader(config, overlay).load_all(paths)
+    engine = loader.build(strict=False)
+    diags = sorted(loader.diagnostics, key=Diagnostic.sort_key)
+    return LoadResult(engine, diags, loader.ruleset, loader.files, loader.texts)
+
+
+# ---- Python plugins -----------------------------------------------------------------------
+
+def _package_for(folder: Path) -> str:
+    """A synthetic package whose __path__ is the rules folder, so rule modules can do
+    `from .common.x import y`; recreated fresh for every load."""
+    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:12]
+    name = f"_rulekit_rules_{digest}"
+    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[mod]
+    pkg = types.ModuleType(name)
+    pkg.__path__ = [str(folder)]  # type: ignore[attr-defined]
+    pkg.__package__ = name
+    sys.modules[name] = pkg
+    return name
+
+
+def exec_plugin(f: Path, pkg: str, text: str) -> tuple[RuleSet, list[Diagnostic]]:
+    """Execute one `.py` rule file (as a module of package `pkg`) with the decorators
+    bound to a fresh sink."""
+    sink = PluginSink(file=str(f))
+    token = _ACTIVE.set(sink)
+    diags: list[Diagnostic] = []
+    try:
+        code = compile(text, str(f), "exec")
+        module = types.ModuleType(f"{pkg}.{f.stem}")
+        module.__file__ = str(f)
+        module.__package__ = pkg
+        sys.modules[module.__name__] = module
+        exec(code, module.__dict__)
+    except SyntaxError as e:
+        line = e.lineno or 1
+        col = e.offset or 1
+        diags.append(Diagnostic("RK004", f"syntax error in plugin: {e.msg}", Span(str(f), line, col, line, col + 1)))
+    except Exception as e:  # a plugin's own exception: report where it happened in this file
+        line = 1
+        for frame in traceback.extract_tb(e.__traceback__):
+            if frame.filename == str(f):
+                line = frame.lineno or line
+        diags.append(Diagnostic("RK004", f"plugin raised {type(e).__name__}: {e}", Span(str(f), line, 1, line, 2)))
+    finally:
+        _ACTIVE.reset(token)
+    return RuleSet(rules=sink.rules, symptoms=sink.symptoms, files=[str(f)]), diags
+
+
+# ---- suppression comments --------------------------------------------------------------------
+
+_SUPPRESS = re.compile(r"rulekit:\s*ignore\[([A-Za-z0-9_,\s-]+)\]")
+
+
+def apply_suppressions(diags: list[Diagnostic], texts: dict[str, str]) -> list[Diagnostic]:
+    """Drop diagnostics suppressed by `# rulekit: ignore[CODE,...]` on their line or the line above."""
+    from rulekit.codes import lookup
+
+    cache: dict[str, list[str]] = {}
+    out = []
+    for d in diags:
+        if d.span is None or d.span.file not in texts:
+            out.append(d)
+            continue
+        lines = cache.setdefault(d.span.file, texts[d.span.file].splitlines())
+        suppressed = False
+        for ln in (d.span.line, d.span.line - 1):
+            if 0 < ln <= len(lines):
+                m = _SUPPRESS.search(lines[ln - 1])
+                if m:
+                    wanted = set()
+                    for part in m.group(1).split(","):
+                        c = lookup(part.strip())
+                        if c:
+                            wanted.add(c.code)
+                    if d.code in wanted:
+                        suppressed = True
+        if not suppressed:
+            out.append(d)
+    return out

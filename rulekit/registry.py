@@ -1,0 +1,84 @@
+"""The symptom registry: symptom name -> outcome, sub_domain, rank, docs, aliases,
+plus the outcome mapping rules (prefix defaults).  Built once from the loaded
+declarations and immutable afterwards.  No I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from rulekit.model import OutcomeRule, Symptom
+
+
+@dataclass(frozen=True)
+class SymptomInfo:
+    name: str
+    outcome: str
+    sub_domain: str
+    rank: int
+    docs: str
+    registered: bool  # False: known only through an outcome rule prefix
+
+
+class SymptomRegistry:
+    """Registered symptoms (with aliases) and prefix outcome rules."""
+
+    def __init__(self, symptoms: Iterable[Symptom], outcome_rules: Iterable[OutcomeRule] = ()):
+        self._by_name: dict[str, Symptom] = {}
+        self._alias: dict[str, str] = {}
+        for s in symptoms:
+            self._by_name.setdefault(s.name, s)
+            for a in s.aliases:
+                self._alias.setdefault(a, s.name)
+        # longest prefix first
+        self._rules = sorted(outcome_rules, key=lambda r: len(r.prefix), reverse=True)
+
+    def canonical(self, name: str) -> str:
+        return self._alias.get(name, name)
+
+    def symptom(self, name: str) -> Symptom | None:
+        return self._by_name.get(self.canonical(name))
+
+    def prefix_rule(self, name: str) -> OutcomeRule | None:
+        for r in self._rules:
+            if name.startswith(r.prefix):
+                return r
+        return None
+
+    def is_known(self, name: str) -> bool:
+        """Registered, or fully described (outcome, sub_domain, rank) by an outcome rule."""
+        if self.symptom(name) is not None:
+            return True
+        r = self.prefix_rule(name)
+        return r is not None and r.outcome is not None and r.rank is not None
+
+    def info(self, name: str) -> SymptomInfo:
+        s = self.symptom(name)
+        if s is not None:
+            return SymptomInfo(s.name, s.outcome, s.sub_domain, s.rank, s.docs, True)
+        r = self.prefix_rule(name)
+        if r is not None:
+            return SymptomInfo(name, r.outcome or "unknown", r.sub_domain or "unknown", r.rank or 0, "", False)
+        return SymptomInfo(name, "unknown", "unknown", 0, "", False)
+
+    def rank(self, name: str) -> int:
+        return self.info(name).rank
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def all(self) -> list[Symptom]:
+        return [self._by_name[n] for n in sorted(self._by_name)]
+
+    def aliases(self) -> dict[str, str]:
+        return dict(self._alias)
+
+    @property
+    def outcome_rules(self) -> list[OutcomeRule]:
+        return list(self._rules)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.is_known(name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)

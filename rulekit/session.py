@@ -1,0 +1,92 @@
+"""A Session attributes one job: `ingest()` / `ingest_batch()` and `attribute()`
+in any order, any number of times (the spec's Ingest-Attribution Cycle).
+
+Ingestion only extracts (append-only).  `attribute()` checkpoints the job's
+events, runs filtering, refinement, collection and reporting, and leaves the
+checkpoint in place; the next `ingest()` (or `attribute()`) restores it first,
+so every attribution sees exactly the events extraction produced.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Iterable
+
+from rulekit.engine import RuleEngine
+from rulekit.jobinfo import JobInfo
+from rulekit.observation import Observation
+from rulekit.phases import (
+    AttributionState,
+    CollectionPhase,
+    ExtractionPhase,
+    FilterPhase,
+    RefinementPhase,
+    ReportPhase,
+)
+from rulekit.store import EventManager, TraceEntry
+
+_counter = itertools.count(1)
+
+
+class Session:
+    def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
+                 context: str | None = None):
+        self.engine = engine
+        self.job = job
+        self._own_manager = manager is None
+        self.manager = manager or EventManager(engine.rule_names())
+        self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
+        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job)
+        self._checkpointed = False
+        self.trace: list[TraceEntry] = []
+        self.observations: list[str] = []
+        lines = job.scheduler_lines()
+        if lines:
+            # one observation per node context so each line gets its node
+            for node, group in itertools.groupby(lines, key=lambda x: x[1]):
+                self.ingest(Observation(source="scheduler", format="slurm", node=node, label="scheduler",
+                                        lines=[text for text, _ in group]))
+
+    def _restore(self) -> None:
+        if self._checkpointed:
+            self.manager.restore(self.context_id)
+            self._checkpointed = False
+
+    def ingest(self, obs: Observation, progress: Callable[[int], None] | None = None) -> int:
+        """Extract events from one observation; returns how many were added."""
+        self._restore()
+        self.observations.append(obs.name)
+        return self._extraction.apply(obs, progress)
+
+    def ingest_batch(self, observations: Iterable[Observation], progress: Callable[[int], None] | None = None) -> int:
+        return sum(self.ingest(o, progress) for o in observations)
+
+    def attribute(self, with_trace: bool = False) -> dict[str, Any]:
+        """Filter, refine, collect and report over everything ingested so far."""
+        self._restore()
+        self.manager.checkpoint(self.context_id)
+        self._checkpointed = True
+        trace: list[TraceEntry] = []
+        stream = self.manager.stream(self.context_id)
+        stream.trace = trace
+        state = AttributionState(self.engine, self.job, stream, trace)
+        FilterPhase().apply(state)
+        RefinementPhase().apply(state)
+        partial = ReportPhase().apply(state)
+        CollectionPhase().apply(state, partial)
+        result = ReportPhase().apply(state)
+        self.trace = trace
+        if with_trace:
+            result["trace"] = [t.to_dict() for t in trace]
+            result["decision"] = {"reason": state.decision.reason, "tied": state.decision.tied,
+                                  "changed_by": state.decision.changed_by}
+        return result
+
+    def close(self) -> None:
+        if self._own_manager:
+            self.manager.close(flush=False)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,252 @@
+"""Running a corpus's tests as data: inline line tests of extractors (and
+accumulators), job-level tests (`*.test.toml`, DSL job cases) and example jobs
+with an `expected.json`.  Returns TestResult records (pass/fail, expected vs
+actual, the rules that fired and the symptoms produced) for the CLI, the pytest
+plugin and the language server to render.  Never stops at the first failure.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from rulekit.diagnostics import Diagnostic, RulekitError, Span
+from rulekit.engine import RuleEngine, ScanPlan
+from rulekit.jobdir import attribute_dir, read_job_dir
+from rulekit.jobinfo import JobInfo, JobInfoBuilder
+from rulekit.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest
+from rulekit.observation import Observation
+from rulekit.phases import ExtractionPhase
+from rulekit.session import Session
+from rulekit.store import EventManager
+
+__all__ = ["TestResult", "run_line_test", "run_inline_tests", "run_job_tests", "run_examples", "compare_expect",
+           "attribute_dir", "run_all"]
+
+
+@dataclass
+class TestResult:
+    kind: str  # "line" | "job" | "example"
+    name: str
+    passed: bool
+    span: Span | None = None
+    rule: str | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: dict[str, Any] = field(default_factory=dict)
+    mismatches: list[str] = field(default_factory=list)
+    error: str | None = None  # the case could not be run
+    fired: set[str] = field(default_factory=set)
+    symptoms: set[str] = field(default_factory=set)
+
+    @property
+    def status(self) -> str:
+        return "error" if self.error else ("passed" if self.passed else "failed")
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.span
+        return {"kind": self.kind, "name": self.name, "status": self.status, "rule": self.rule,
+                "file": s.file if s else None, "line": s.line if s else None,
+                "expected": self.expected, "actual": self.actual, "mismatches": self.mismatches, "error": self.error}
+
+    def diagnostic(self) -> Diagnostic:
+        code = "RK405" if self.error else "RK401"
+        msg = self.error or f"{self.kind} test `{self.name}` failed: " + "; ".join(self.mismatches)
+        return Diagnostic(code, msg, self.span, data={"expected": self.expected, "actual": self.actual})
+
+
+def _group_rules(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule) -> list[ExtractorRule | AccumulatorRule]:
+    """A catalog's tests run through every rule of that catalog."""
+    origin = getattr(rule, "origin", None)
+    if origin and origin.startswith("catalog:"):
+        return [r for r in engine.extractors if r.origin == origin]
+    return [rule]
+
+
+def run_line_test(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule, test: LineTest, index: int = 0) -> TestResult:
+    rules = _group_rules(engine, rule)
+    name = f"{rule.name} #{index + 1}"
+    source = test.source or (rule.sources[0] if rule.sources else "applog")
+    fmt = test.format or (rule.formats[0] if rule.formats else "text")
+    job = JobInfo(id="line-test", nodes=(test.node,) if test.node else ())
+    manager = EventManager([r.name for r in rules])
+    try:
+        ctx = manager.context("line-test")
+        phase = ExtractionPhase(engine, manager, ctx, job)
+        obs = Observation(source=source, format=fmt, lines=test.line.split("\n"), label="test line")
+        plan = engine.scanner_for_rules(rules)
+        phase.apply(obs, plan=plan)
+        events = manager.stream(ctx).all()
+    except Exception as e:  # a rule that cannot run is a test error, not a crash
+        manager.close(flush=False)
+        return TestResult("line", name, False, test.span, rule.name, error=f"could not run: {type(e).__name__}: {e}")
+    manager.close(flush=False)
+    expected: dict[str, Any] = {"expect": test.expect}
+    if test.symptom:
+        expected["symptom"] = test.symptom
+    if test.node:
+        expected["node"] = test.node
+    if test.captures:
+        expected["captures"] = dict(test.captures)
+    actual = {"events": [{"type": _short(e.event_type), "symptom": e.symptom, "node": e.node, "rule": e.rule,
+                          "captures": {k: v for k, v in e.fields.items() if k not in ("rank", "uptime")}} for e in events]}
+    mismatches: list[str] = []
+    if test.expect == "nothing":
+        if events:
+            mismatches.append(f"expected no match, but {events[0].rule} emitted {_short(events[0].event_type)} "
+                              f"{events[0].symptom or ''}".rstrip())
+    else:
+        want_type = EMIT_TYPES[test.expect].value
+        ok = [e for e in events if e.event_type == want_type
+              and (test.symptom is None or e.symptom == engine.registry.canonical(test.symptom))
+              and (test.node is None or e.node == test.node)
+              and all(str(e.fields.get(k)) == v for k, v in test.captures)]
+        if not ok:
+            if not events:
+                mismatches.append("expected a match, but the rule did not match the line")
+            else:
+                got = ", ".join(f"{_short(e.event_type)} {e.symptom} on {e.node}" for e in events)
+                mismatches.append(f"expected {test.expect} {test.symptom or ''}".rstrip() + f"; got {got}")
+                for k, v in test.captures:
+                    vals = {str(e.fields.get(k)) for e in events}
+                    if v not in vals:
+                        mismatches.append(f"capture `{k}`: expected {v!r}, got {sorted(vals)}")
+    return TestResult("line", name, not mismatches, test.span, rule.name, expected, actual, mismatches,
+                      fired={e.rule for e in events if e.rule}, symptoms={e.symptom for e in events if e.symptom})
+
+
+def _short(event_type: str) -> str:
+    for k, v in EMIT_TYPES.items():
+        if v.value == event_type:
+            return k
+    return event_type
+
+
+def run_inline_tests(engine: RuleEngine) -> list[TestResult]:
+    out = []
+    for rule in (*engine.extractors, *engine.accumulators):
+        for i, t in enumerate(rule.tests):
+            out.append(run_line_test(engine, rule, t, i))
+    return out
+
+
+def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list[str]:
+    """Differences between an expectation (subset of result fields) and a result."""
+    diffs: list[str] = []
+    root = result.get("root_cause") or {}
+    bad_nodes = sorted(b["node"] for b in result.get("bad_nodes", []))
+    present = set(result.get("symptoms", []))
+    for b in result.get("bad_nodes", []):
+        present.update(b.get("symptoms", []))
+    for k, want in expect.items():
+        if k == "outcome" and result.get("outcome") != want:
+            diffs.append(f"outcome: expected {want!r}, got {result.get('outcome')!r}")
+        elif k == "sub_domain" and result.get("sub_domain") != want:
+            diffs.append(f"sub_domain: expected {want!r}, got {result.get('sub_domain')!r}")
+        elif k == "root_cause":
+            got = root.get("symptom") if isinstance(root, dict) else None
+            if isinstance(want, dict):
+                want = want.get("symptom")
+            if got != want:
+                diffs.append(f"root cause: expected {want!r}, got {got!r}")
+        elif k == "root_node" and root.get("node") != want:
+            diffs.append(f"root node: expected {want!r}, got {root.get('node')!r}")
+        elif k == "bad_nodes":
+            w = sorted(x["node"] if isinstance(x, dict) else x for x in want)
+            if w != bad_nodes:
+                missing = sorted(set(w) - set(bad_nodes))
+                extra = sorted(set(bad_nodes) - set(w))
+                diffs.append(f"bad nodes: expected {w}, got {bad_nodes}"
+                             + (f" (missing {missing})" if missing else "") + (f" (unexpected {extra})" if extra else ""))
+        elif k == "symptoms":
+            missing = [s for s in want if s not in present]
+            if missing:
+                diffs.append(f"symptoms: missing {missing} (present: {sorted(present)})")
+        elif k == "absent_symptoms":
+            there = [s for s in want if s in present]
+            if there:
+                diffs.append(f"symptoms that must be absent are present: {there}")
+        elif k == "ambiguous" and bool(result.get("ambiguous")) != bool(want):
+            diffs.append(f"ambiguous: expected {want}, got {result.get('ambiguous')}")
+    return diffs
+
+
+def job_from_mapping(job: Mapping[str, Any], default_id: str = "job-test") -> JobInfo:
+    j = dict(job)
+    nodes = tuple(j.pop("nodes", ()) or ())
+    return JobInfoBuilder(str(j.pop("id", default_id)), j.pop("state", None), nodes,
+                          failed_node=j.pop("failed_node", None),
+                          exit_code=str(j["exit_code"]) if j.get("exit_code") is not None else None,
+                          tasks_per_node=j.pop("tasks_per_node", None), ranks=j.pop("ranks", None) or {}).build()
+
+
+def _summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    root = result.get("root_cause") or {}
+    return {"outcome": result.get("outcome"), "sub_domain": result.get("sub_domain"),
+            "root_cause": root.get("symptom"), "root_node": root.get("node"),
+            "bad_nodes": [b["node"] for b in result.get("bad_nodes", [])],
+            "symptoms": list(result.get("symptoms", [])), "ambiguous": result.get("ambiguous")}
+
+
+def _fired(session: Session) -> tuple[set[str], set[str]]:
+    events = session.manager.stream(session.context_id).all()
+    rules = {e.rule for e in events if e.rule} | {t.rule for t in session.trace}
+    return rules, {e.symptom for e in events if e.symptom}
+
+
+def run_job_test(engine: RuleEngine, case: JobTestCase) -> TestResult:
+    try:
+        job = job_from_mapping(case.job)
+    except (RulekitError, TypeError, ValueError) as e:
+        return TestResult("job", case.name, False, case.span, error=f"invalid job in test case: {e}")
+    with Session(engine, job) as s:
+        for o in case.observations:
+            s.ingest(Observation(source=o.source, format=o.format, node=o.node, lines=list(o.lines),
+                                 label=f"{case.name}:{o.source}"))
+        result = s.attribute()
+        fired, symptoms = _fired(s)
+    diffs = compare_expect(case.expect, result)
+    return TestResult("job", case.name, not diffs, case.span, None, dict(case.expect), _summary(result), diffs,
+                      fired=fired, symptoms=symptoms)
+
+
+def run_job_tests(engine: RuleEngine, cases: Iterable[JobTestCase] | None = None) -> list[TestResult]:
+    return [run_job_test(engine, c) for c in (engine.job_tests if cases is None else cases)]
+
+
+def run_example(engine: RuleEngine, job_dir: Path) -> TestResult:
+    exp_path = job_dir / "expected.json"
+    span = Span(str(exp_path), 1, 1)
+    try:
+        expect = json.loads(exp_path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        return TestResult("example", job_dir.name, False, span, error=f"cannot read expected.json: {e}")
+    try:
+        jd = read_job_dir(job_dir)
+    except RulekitError as e:
+        return TestResult("example", job_dir.name, False, span, error=str(e))
+    with Session(engine, jd.job) as s:
+        s.ingest_batch(jd.observations)
+        result = s.attribute()
+        fired, symptoms = _fired(s)
+    diffs = compare_expect(expect, result)
+    return TestResult("example", job_dir.name, not diffs, span, None, expect, _summary(result), diffs,
+                      fired=fired, symptoms=symptoms)
+
+
+def find_examples(paths: Iterable[Path]) -> list[Path]:
+    out = []
+    for p in paths:
+        if (p / "expected.json").exists():
+            out.append(p)
+        elif p.is_dir():
+            out.extend(sorted(d for d in p.iterdir() if (d / "expected.json").exists()))
+    return out
+
+
+def run_examples(engine: RuleEngine, paths: Iterable[Path]) -> list[TestResult]:
+    return [run_example(engine, d) for d in find_examples(paths)]
+
+
+def run_all(engine: RuleEngine, example_paths: Iterable[Path] = ()) -> list[TestResult]:
+    return run_inline_tests(engine) + run_job_tests(engine) + run_examples(engine, example_paths)

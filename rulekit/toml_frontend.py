@@ -1,0 +1,520 @@
+"""TOML front-end: a rule file's text -> RuleSet (rule IR with spans) + Diagnostics.
+
+Reads symptoms, outcome rules, extractors, families and catalogs (expanded here)
+and `*.test.toml` job tests.  Reports schema problems (unknown keys, missing keys,
+wrong types, unknown emit types, bad templates, bad test cases) with the span of
+the offending key; never raises on user input.  Cross-file checks (names,
+symptoms, regexes) are the loader's.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+from rulekit.diagnostics import Diagnostic, Span
+from rulekit.expand import expand_catalog_pattern, substitute_params
+from rulekit.model import (
+    EMIT_TYPES,
+    Emit,
+    ExtractorRule,
+    JobTestCase,
+    LineTest,
+    ObservationSpec,
+    OutcomeRule,
+    RuleSet,
+    Symptom,
+)
+
+TOP_KEYS = {"author", "symptom", "outcome_rule", "extractor", "family", "catalog"}
+SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases"}
+OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank"}
+EXTRACTOR_KEYS = {"name", "author", "match_re", "source", "format", "requires", "docs", "emit", "test"}
+EMIT_KEYS = {"type", "symptom", "node", "fields"}
+TEST_KEYS = {"line", "expect", "symptom", "node", "captures", "source", "format"}
+FAMILY_KEYS = {"name", "author", "source", "format", "requires", "docs", "template", "member"}
+TEMPLATE_KEYS = {"match_re", "emit", "source", "format", "requires", "docs"}
+MEMBER_RESERVED = {"name", "test", "author", "docs"}
+CATALOG_KEYS = {"name", "author", "match_re", "key", "source", "format", "requires", "docs", "emit", "entries", "test"}
+ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
+CASE_KEYS = {"name", "job", "observation", "expect"}
+OBS_KEYS = {"source", "node", "lines", "format"}
+EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous"}
+EXPECT_VALUES = set(EMIT_TYPES) | {"nothing"}
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(?:#.*)?$")
+_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TOML_EOF = re.compile(r"\(at end of document\)")
+
+
+@dataclass
+class Region:
+    """Lines [start, end) of one table in the file (1-based)."""
+
+    start: int
+    end: int
+    header_line: int
+
+
+class Locator:
+    """Finds the lines of tables and keys in TOML text (tomllib gives no positions)."""
+
+    def __init__(self, text: str, path: str):
+        self.path = path
+        self.lines = text.splitlines()
+        self.headers: list[tuple[int, str, bool]] = []  # (line, dotted name, is_array)
+        in_multiline: str | None = None
+        for i, line in enumerate(self.lines, start=1):
+            if in_multiline:
+                if line.count(in_multiline) % 2 == 1:
+                    in_multiline = None
+                continue
+            for q in ('"""', "'''"):
+                if line.count(q) % 2 == 1:
+                    in_multiline = q
+            m = _HEADER.match(line)
+            if m and not in_multiline:
+                name = ".".join(p.strip().strip('"') for p in m.group(2).split("."))
+                self.headers.append((i, name, m.group(1) == "[["))
+        self.n = len(self.lines)
+
+    def _end_after(self, line: int, name: str) -> int:
+        """End of the region that starts at header `line`: the next header that is not a sub-table of `name`."""
+        for hl, hn, _ in self.headers:
+            if hl > line and not hn.startswith(name + "."):
+                return hl
+        return self.n + 1
+
+    def top(self) -> Region:
+        first = self.headers[0][0] if self.headers else self.n + 1
+        return Region(1, first, 1)
+
+    def tables(self, name: str, within: Region | None = None) -> list[Region]:
+        out = []
+        for hl, hn, _ in self.headers:
+            if hn == name and (within is None or within.start <= hl < within.end):
+                out.append(Region(hl + 1, self._end_after(hl, name), hl))
+        return out
+
+    def key(self, region: Region | None, key: str) -> Span:
+        if region is None:
+            return Span(self.path, 1, 1)
+        rx = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+        for ln in range(region.start, min(region.end, self.n + 1)):
+            text = self.lines[ln - 1]
+            m = rx.match(text)
+            if m:
+                return Span(self.path, ln, len(text) - len(text.lstrip()) + 1, ln, len(text.rstrip()) + 1)
+        return self.header(region)
+
+    def value(self, region: Region | None, key: str) -> Span:
+        """Span of a key's string value content (inside the quotes) when on one line."""
+        span = self.key(region, key)
+        text = self.lines[span.line - 1] if 0 < span.line <= self.n else ""
+        m = re.match(r"^\s*" + re.escape(key) + r"\s*=\s*", text)
+        if not m:
+            return span
+        rest = text[m.end():]
+        for q in ("'''", '"""', "'", '"'):
+            if rest.startswith(q):
+                close = rest.find(q, len(q))
+                if close >= 0:
+                    start = m.end() + len(q)
+                    return Span(self.path, span.line, start + 1, span.line, m.end() + close + 1)
+        return Span(self.path, span.line, m.end() + 1, span.line, len(text.rstrip()) + 1)
+
+    def header(self, region: Region) -> Span:
+        ln = region.header_line
+        text = self.lines[ln - 1] if 0 < ln <= self.n else ""
+        return Span(self.path, ln, len(text) - len(text.lstrip()) + 1, ln, len(text.rstrip()) + 1)
+
+
+class _Ctx:
+    def __init__(self, text: str, path: str):
+        self.path = path
+        self.loc = Locator(text, path)
+        self.diags: list[Diagnostic] = []
+        self.default_author = "unknown"
+
+    def err(self, code: str, msg: str, span: Span, **data: Any) -> None:
+        self.diags.append(Diagnostic(code, msg, span, data=data))
+
+    def check_keys(self, table: dict, allowed: set[str], region: Region | None, what: str) -> None:
+        for k in table:
+            if k not in allowed:
+                self.err("RK101", f"unknown key `{k}` in {what}; known keys: {', '.join(sorted(allowed))}",
+                         self.loc.key(region, k), key=k)
+
+    def need(self, table: dict, key: str, typ: type | tuple, region: Region | None, what: str) -> Any:
+        if key not in table:
+            self.err("RK102", f"{what} is missing the required key `{key}`",
+                     self.loc.header(region) if region else Span(self.path, 1, 1), key=key)
+            return None
+        return self.typed(table, key, typ, region, what)
+
+    def typed(self, table: dict, key: str, typ: type | tuple, region: Region | None, what: str, default: Any = None) -> Any:
+        if key not in table:
+            return default
+        v = table[key]
+        if isinstance(v, bool) and typ is int:
+            v = None
+        if v is None or not isinstance(v, typ):
+            tname = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+            self.err("RK103", f"`{key}` in {what} must be a {_words(tname)}, not {_words(type(table[key]).__name__)}",
+                     self.loc.key(region, key), key=key)
+            return default
+        return v
+
+    def str_list(self, table: dict, key: str, region: Region | None, what: str) -> tuple[str, ...]:
+        v = table.get(key)
+        if v is None:
+            return ()
+        if isinstance(v, str):
+            return (v,)
+        if isinstance(v, list) and all(isinstance(x, str) for x in v):
+            return tuple(v)
+        self.err("RK103", f"`{key}` in {what} must be a string or a list of strings", self.loc.key(region, key), key=key)
+        return ()
+
+
+def _words(t: str) -> str:
+    return {"str": "string", "int": "integer", "dict": "table", "list": "array", "float": "float",
+            "bool": "boolean", "str or list": "string or array"}.get(t, t)
+
+
+def toml_error_span(exc: Exception, text: str, path: str) -> Span:
+    msg = str(exc)
+    m = _TOML_POS.search(msg)
+    if m:
+        line, col = int(m.group(1)), int(m.group(2))
+        return Span(path, line, col, line, col + 1)
+    lines = text.splitlines() or [""]
+    if _TOML_EOF.search(msg):
+        return Span(path, len(lines), len(lines[-1]) + 1)
+    return Span(path, 1, 1)
+
+
+def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
+    """Parse one TOML rule file."""
+    out = RuleSet(files=[path])
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = _TOML_POS.sub("", str(e)).strip()
+        return out, [Diagnostic("RK002", f"TOML syntax error: {msg}", toml_error_span(e, text, path))]
+    ctx = _Ctx(text, path)
+    top = ctx.loc.top()
+    ctx.check_keys(data, TOP_KEYS, top, "a rule file")
+    author = ctx.typed(data, "author", str, top, "the file", default=None)
+    if author:
+        ctx.default_author = author
+
+    for i, (tbl, reg) in enumerate(_each(ctx, data, "symptom")):
+        sym = _symptom(ctx, tbl, reg)
+        if sym:
+            out.symptoms.append(sym)
+    for tbl, reg in _each(ctx, data, "outcome_rule"):
+        ctx.check_keys(tbl, OUTCOME_RULE_KEYS, reg, "an outcome rule")
+        prefix = ctx.need(tbl, "prefix", str, reg, "an outcome rule")
+        if prefix is not None:
+            out.outcome_rules.append(OutcomeRule(
+                prefix=prefix, outcome=ctx.typed(tbl, "outcome", str, reg, "an outcome rule"),
+                sub_domain=ctx.typed(tbl, "sub_domain", str, reg, "an outcome rule"),
+                rank=ctx.typed(tbl, "rank", int, reg, "an outcome rule"), span=ctx.loc.header(reg)))
+    for tbl, reg in _each(ctx, data, "extractor"):
+        r = _extractor(ctx, tbl, reg)
+        if r:
+            out.rules.append(r)
+    for tbl, reg in _each(ctx, data, "family"):
+        out.rules.extend(_family(ctx, tbl, reg))
+    for tbl, reg in _each(ctx, data, "catalog"):
+        out.rules.extend(_catalog(ctx, tbl, reg))
+    return out, ctx.diags
+
+
+def _each(ctx: _Ctx, data: dict, key: str) -> list[tuple[dict, Region | None]]:
+    v = data.get(key)
+    if v is None:
+        return []
+    regions = ctx.loc.tables(key)
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        ctx.err("RK103", f"`{key}` must be an array of tables: write `[[{key}]]`", ctx.loc.key(ctx.loc.top(), key))
+        return []
+    return [(tbl, regions[i] if i < len(regions) else None) for i, tbl in enumerate(v)]
+
+
+def _symptom(ctx: _Ctx, tbl: dict, reg: Region | None) -> Symptom | None:
+    what = "a symptom"
+    ctx.check_keys(tbl, SYMPTOM_KEYS, reg, what)
+    name = ctx.need(tbl, "name", str, reg, what)
+    outcome = ctx.need(tbl, "outcome", str, reg, what)
+    sub = ctx.need(tbl, "sub_domain", str, reg, what)
+    rank = ctx.need(tbl, "rank", int, reg, what)
+    docs = ctx.typed(tbl, "docs", str, reg, what, default="")
+    aliases = ctx.str_list(tbl, "aliases", reg, what)
+    if None in (name, outcome, sub, rank):
+        return None
+    span = ctx.loc.value(reg, "name")
+    return Symptom(name=name, outcome=outcome, sub_domain=sub, rank=rank, docs=docs, aliases=aliases, span=span)
+
+
+def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit") -> Emit | None:
+    if raw is None:
+        ctx.err("RK102", f"{what} is missing the required key `emit`", ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1), key="emit")
+        return None
+    if not isinstance(raw, dict):
+        ctx.err("RK103", f"`emit` in {what} must be a table like {{ type = \"bad_node\", symptom = \"...\" }}", ctx.loc.key(reg, key))
+        return None
+    span = ctx.loc.key(reg, key)
+    for k in raw:
+        if k not in EMIT_KEYS:
+            ctx.err("RK101", f"unknown key `{k}` in emit of {what}; known keys: {', '.join(sorted(EMIT_KEYS))}", span, key=k)
+    etype = raw.get("type", "bad_node")
+    if etype not in EMIT_TYPES:
+        ctx.err("RK104", f"unknown emit type `{etype}` in {what}; use one of {', '.join(EMIT_TYPES)}", span, type=etype)
+        return None
+    fields = raw.get("fields", {}) or {}
+    if not isinstance(fields, dict) or not all(isinstance(v, (str, int, float, bool)) for v in fields.values()):
+        ctx.err("RK103", f"`emit.fields` in {what} must be a table of strings", span)
+        fields = {}
+    symptom = raw.get("symptom")
+    node = raw.get("node")
+    for k, v in (("symptom", symptom), ("node", node)):
+        if v is not None and not isinstance(v, str):
+            ctx.err("RK103", f"`emit.{k}` in {what} must be a string", span)
+    if etype != "data" and not symptom:
+        ctx.err("RK102", f"emit of {what} needs a `symptom` (every {etype} event carries one)", span, key="symptom")
+    return Emit(type=etype, symptom=symptom if isinstance(symptom, str) else None,
+                node=node if isinstance(node, str) else None,
+                fields=tuple((str(k), str(v)) for k, v in fields.items()), span=span)
+
+
+def _tests(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, what: str) -> tuple[LineTest, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        ctx.err("RK108", f"`test` in {what} must be an array of tables: write `[[...test]]`", ctx.loc.key(parent, "test"))
+        return ()
+    out = []
+    for i, t in enumerate(raw):
+        reg = regions[i] if i < len(regions) else None
+        span = ctx.loc.header(reg) if reg else ctx.loc.key(parent, "test")
+        if not isinstance(t, dict):
+            ctx.err("RK108", f"test case {i + 1} of {what} must be a table", span)
+            continue
+        for k in t:
+            if k not in TEST_KEYS:
+                ctx.err("RK101", f"unknown key `{k}` in a test case of {what}; known keys: {', '.join(sorted(TEST_KEYS))}",
+                        ctx.loc.key(reg, k) if reg else span, key=k)
+        line = t.get("line")
+        if not isinstance(line, str):
+            ctx.err("RK108", f"test case {i + 1} of {what} needs `line = \"...\"` (the log line to try)", span)
+            continue
+        expect = t.get("expect")
+        if expect is not None and expect not in EXPECT_VALUES:
+            ctx.err("RK108", f"`expect` must be one of {', '.join(sorted(EXPECT_VALUES))}, not `{expect}`",
+                    ctx.loc.key(reg, "expect") if reg else span)
+            continue
+        caps = t.get("captures") or {}
+        if not isinstance(caps, dict):
+            ctx.err("RK108", "`captures` must be a table of group = \"text\"", span)
+            caps = {}
+        out.append(LineTest(line=line, expect=expect or "", symptom=t.get("symptom"), node=t.get("node"),
+                            captures=tuple(sorted((str(k), str(v)) for k, v in caps.items())),
+                            source=t.get("source"), format=t.get("format"),
+                            span=ctx.loc.value(reg, "line") if reg else span))
+    return tuple(out)
+
+
+def _with_default_expect(tests: tuple[LineTest, ...], emit: Emit | None) -> tuple[LineTest, ...]:
+    default = emit.type if emit else "bad_node"
+    from dataclasses import replace
+
+    return tuple(t if t.expect else replace(t, expect=default) for t in tests)
+
+
+def _extractor(ctx: _Ctx, tbl: dict, reg: Region | None) -> ExtractorRule | None:
+    name = tbl.get("name") if isinstance(tbl.get("name"), str) else None
+    what = f"extractor `{name}`" if name else "an extractor"
+    ctx.check_keys(tbl, EXTRACTOR_KEYS, reg, what)
+    name = ctx.need(tbl, "name", str, reg, what)
+    pattern = ctx.need(tbl, "match_re", str, reg, what)
+    emit = _emit(ctx, tbl.get("emit"), reg, what)
+    tests = _tests(ctx, tbl.get("test"), ctx.loc.tables("extractor.test", reg) if reg else [], reg, what)
+    if name is None or pattern is None or emit is None:
+        return None
+    return ExtractorRule(
+        name=name, author=ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+        span=ctx.loc.value(reg, "name"), match_re=pattern, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
+        sources=ctx.str_list(tbl, "source", reg, what), formats=ctx.str_list(tbl, "format", reg, what),
+        requires=ctx.str_list(tbl, "requires", reg, what), tests=_with_default_expect(tests, emit),
+        docs=ctx.typed(tbl, "docs", str, reg, what, default=""))
+
+
+def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
+    fname = tbl.get("name") if isinstance(tbl.get("name"), str) else None
+    what = f"family `{fname}`" if fname else "a family"
+    ctx.check_keys(tbl, FAMILY_KEYS, reg, what)
+    fname = ctx.need(tbl, "name", str, reg, what)
+    template = ctx.need(tbl, "template", dict, reg, what)
+    members = tbl.get("member")
+    if fname is None or template is None:
+        return []
+    for k in template:
+        if k not in TEMPLATE_KEYS:
+            ctx.err("RK101", f"unknown key `{k}` in the template of {what}; known keys: {', '.join(sorted(TEMPLATE_KEYS))}",
+                    ctx.loc.key(reg, "template"), key=k)
+    if not isinstance(members, list) or not members:
+        ctx.err("RK102", f"{what} has no members: add `[[family.member]]` tables", ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1))
+        return []
+    tmpl_pattern = template.get("match_re")
+    if not isinstance(tmpl_pattern, str):
+        ctx.err("RK102", f"the template of {what} needs `match_re`", ctx.loc.key(reg, "template"))
+        return []
+    member_regions = ctx.loc.tables("family.member", reg) if reg else []
+    out = []
+    for i, m in enumerate(members):
+        mreg = member_regions[i] if i < len(member_regions) else None
+        mspan = ctx.loc.value(mreg, "name") if mreg else ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1)
+        if not isinstance(m, dict) or not isinstance(m.get("name"), str):
+            ctx.err("RK102", f"member {i + 1} of {what} needs a `name`", mspan)
+            continue
+        mname = f"{fname}.{m['name']}"
+        params = {k: v for k, v in m.items() if k not in MEMBER_RESERVED}
+        params["name"] = m["name"]
+        pattern, missing = substitute_params(tmpl_pattern, params)
+        emit_raw = _subst_tree(template.get("emit"), params, missing)
+        if missing:
+            ctx.err("RK107", f"member `{m['name']}` of {what} does not define {', '.join('`' + x + '`' for x in sorted(set(missing)))} used by the template",
+                    mspan, missing=sorted(set(missing)))
+            continue
+        mwhat = f"family member `{mname}`"
+        emit = _emit(ctx, emit_raw, reg, mwhat, key="template")
+        if emit is None:
+            continue
+        tests = _tests(ctx, m.get("test"), ctx.loc.tables("family.member.test", mreg) if mreg else [], mreg, mwhat)
+        src = template.get("source", tbl.get("source"))
+        fmt = template.get("format", tbl.get("format"))
+        out.append(ExtractorRule(
+            name=mname, author=m.get("author") or ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            span=mspan, match_re=pattern, match_span=ctx.loc.key(reg, "template"), emit=emit,
+            sources=ctx.str_list({"source": src}, "source", reg, what), formats=ctx.str_list({"format": fmt}, "format", reg, what),
+            requires=ctx.str_list(tbl, "requires", reg, what), tests=_with_default_expect(tests, emit),
+            origin=f"family:{fname}", docs=str(m.get("docs") or tbl.get("docs") or "")))
+    return out
+
+
+def _subst_tree(v: Any, params: dict, missing: list[str]) -> Any:
+    if isinstance(v, str):
+        s, miss = substitute_params(v, params)
+        missing.extend(miss)
+        return s
+    if isinstance(v, dict):
+        return {k: _subst_tree(x, params, missing) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_subst_tree(x, params, missing) for x in v]
+    return v
+
+
+def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
+    cname = tbl.get("name") if isinstance(tbl.get("name"), str) else None
+    what = f"catalog `{cname}`" if cname else "a catalog"
+    ctx.check_keys(tbl, CATALOG_KEYS, reg, what)
+    cname = ctx.need(tbl, "name", str, reg, what)
+    pattern = ctx.need(tbl, "match_re", str, reg, what)
+    key = ctx.need(tbl, "key", str, reg, what)
+    entries = ctx.need(tbl, "entries", dict, reg, what)
+    emit_raw = tbl.get("emit")
+    if None in (cname, pattern, key, entries):
+        return []
+    if f"(?P<{key}>" not in pattern:
+        ctx.err("RK107", f"the pattern of {what} has no named group `(?P<{key}>...)` for its key `{key}`",
+                ctx.loc.value(reg, "match_re"), missing=[key])
+        return []
+    tests = _tests(ctx, tbl.get("test"), ctx.loc.tables("catalog.test", reg) if reg else [], reg, what)
+    base_emit = emit_raw if isinstance(emit_raw, dict) else None
+    if base_emit is None:
+        _emit(ctx, emit_raw, reg, what)
+        return []
+    entries_region = (ctx.loc.tables("catalog.entries", reg) or [reg])[0] if reg else None
+    out = []
+    for k, entry in entries.items():
+        espan = ctx.loc.key(entries_region, k) if entries_region else Span(ctx.path, 1, 1)
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict):
+            ctx.err("RK103", f"entry `{k}` of {what} must be a table like {{ name = \"...\" }}", espan)
+            continue
+        lookup = {str(f): str(v) for f, v in entry.items() if f not in ENTRY_EMIT_OVERRIDES}
+        merged = dict(base_emit)
+        for f in ENTRY_EMIT_OVERRIDES:
+            if f in entry:
+                merged[f] = entry[f]
+        ename = f"{cname}[{k}]"
+        emit = _emit(ctx, merged, reg, f"catalog entry `{ename}`")
+        if emit is None:
+            continue
+        expanded = expand_catalog_pattern(pattern, key, str(k))
+        assert expanded is not None
+        out.append(ExtractorRule(
+            name=ename, author=ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
+            sources=ctx.str_list(tbl, "source", reg, what), formats=ctx.str_list(tbl, "format", reg, what),
+            requires=ctx.str_list(tbl, "requires", reg, what), tests=(), origin=f"catalog:{cname}",
+            lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
+    # Catalog-level tests are kept on the first expanded rule; the test runner runs a
+    # test of a catalog rule through every rule of that catalog (see rulekit.testing).
+    if out and tests:
+        from dataclasses import replace
+
+        out[0] = replace(out[0], tests=_with_default_expect(tests, out[0].emit))
+    return out
+
+
+def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagnostic]]:
+    """Parse a `*.test.toml` file of job-level test cases."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = _TOML_POS.sub("", str(e)).strip()
+        return [], [Diagnostic("RK002", f"TOML syntax error: {msg}", toml_error_span(e, text, path))]
+    ctx = _Ctx(text, path)
+    ctx.check_keys(data, {"case"}, ctx.loc.top(), "a job test file")
+    cases = []
+    for i, (tbl, reg) in enumerate(_each(ctx, data, "case")):
+        what = f"test case `{tbl.get('name', i + 1)}`"
+        ctx.check_keys(tbl, CASE_KEYS, reg, what)
+        name = ctx.need(tbl, "name", str, reg, what)
+        job = ctx.typed(tbl, "job", dict, reg, what, default={})
+        expect = ctx.need(tbl, "expect", dict, reg, what)
+        if expect:
+            for k in expect:
+                if k not in EXPECT_KEYS:
+                    ctx.err("RK101", f"unknown key `{k}` in expect of {what}; known keys: {', '.join(sorted(EXPECT_KEYS))}",
+                            ctx.loc.key((ctx.loc.tables("case.expect", reg) or [reg])[0] if reg else None, k), key=k)
+        obs = []
+        obs_regions = ctx.loc.tables("case.observation", reg) if reg else []
+        raw_obs = tbl.get("observation", [])
+        if not isinstance(raw_obs, list):
+            raw_obs = []
+        for j, o in enumerate(raw_obs):
+            oreg = obs_regions[j] if j < len(obs_regions) else reg
+            if not isinstance(o, dict):
+                continue
+            ctx.check_keys(o, OBS_KEYS, oreg, f"an observation of {what}")
+            lines = o.get("lines", [])
+            if isinstance(lines, str):
+                lines = lines.splitlines()
+            if not isinstance(o.get("source"), str) or not isinstance(lines, list):
+                ctx.err("RK108", f"observation {j + 1} of {what} needs `source` and `lines`", ctx.loc.header(oreg) if oreg else Span(path, 1, 1))
+                continue
+            obs.append(ObservationSpec(source=o["source"], lines=tuple(str(x) for x in lines), node=o.get("node"),
+                                       format=o.get("format", "text"), span=ctx.loc.header(oreg) if oreg else None))
+        if name is None or expect is None:
+            continue
+        cases.append(JobTestCase(name=name, job=job or {}, observations=tuple(obs), expect=expect,
+                                 span=ctx.loc.value(reg, "name") if reg else Span(path, 1, 1)))
+    return cases, ctx.diags
