@@ -1,0 +1,64 @@
+"""Python traceback parsing shared by the traceback and elastic accumulators.
+
+Pure helpers over single lines: strip the rank prefixes a launcher adds, tell an
+exception line from a frame line, classify an exception into a symptom.  Must not
+touch events or the job; no I/O.
+"""
+from __future__ import annotations
+
+import re
+
+# `[rank3]: `, `[default3]:`, `3: ` (srun -l), optionally after whitespace
+RANK_PREFIX = re.compile(r"^\s{0,8}(?:\[(?:rank|default)\d+\]:\s?|\d+: )")
+TRACEBACK = "Traceback (most recent call last):"
+CHAIN_SEPARATORS = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+# `pkg.mod.SomeError: message` / `KeyboardInterrupt` / `AssertionError`
+EXC_LINE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout|Warning|Iteration)"
+    r"|(?:[A-Za-z_]\w*\.)+[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
+
+
+def strip_prefix(line: str) -> str:
+    """The line without a launcher rank prefix and trailing newline/CR."""
+    return RANK_PREFIX.sub("", line, count=1).rstrip("\r\n")
+
+
+def exception_of(text: str) -> tuple[str, str] | None:
+    """(type, message) when `text` (prefix stripped) is a final exception line."""
+    if not text or text[0].isspace():
+        return None
+    m = EXC_LINE.match(text)
+    if not m:
+        return None
+    return m.group("type"), (m.group("msg") or "").strip()
+
+
+_DISTRIBUTED = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|DistError|NCCL error|ProcessGroupNCCL|"
+                          r"NCCL communicator|ncclRemoteError|ncclSystemError|Watchdog caught")
+_CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|AcceleratorError|CUBLAS_STATUS|CUDNN_STATUS|"
+                   r"cudaError|device-side assert")
+_INTERRUPT = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|SignalException)$")
+_IMPORT = re.compile(r"(?:^|\.)(?:ModuleNotFoundError|ImportError)$")
+
+
+def classify(exc_type: str, msg: str) -> tuple[str, str] | None:
+    """(emit type, symptom) for the nearest-cause exception, or None to emit nothing.
+
+    Launcher wrappers (ChildFailedError) and injected faults have their own rules;
+    CUDA errors are already events of the CUDA text rules (kept here as interesting
+    evidence); distributed errors are victims; interrupts mean the job was stopped."""
+    short = exc_type.rsplit(".", 1)[-1]
+    if short in ("ChildFailedError", "InjectedException"):
+        return None
+    if _INTERRUPT.search(exc_type):
+        return "interesting_node", "PYTHON_INTERRUPTED"
+    if _CUDA.search(exc_type) or _CUDA.search(msg):
+        return "interesting_node", "PYTHON_EXCEPTION"
+    if _DISTRIBUTED.search(exc_type) or _DISTRIBUTED.search(msg):
+        return "bad_node", "PYTHON_DISTRIBUTED_ERROR"
+    if _IMPORT.search(exc_type):
+        return "bad_node", "PYTHON_IMPORT_ERROR"
+    return "bad_node", "PYTHON_EXCEPTION"
