@@ -1,8 +1,7 @@
 """Filters named by the attribution spec: HandleXidBurstEvents (EARLY) decodes
-bursts of NVLink5 Xids into one attributable event per node and symptom;
-DemoteInsufficientPermissions (LATE) makes permission-refused telemetry
-interesting instead of bad."""
-from rulekit.plugin import EventSpec, FilterPriority, demote_bad_by_symptom, filter_def
+bursts of NVLink5 Xids into one attributable event per node and symptom.
+DemoteInsufficientPermissions (LATE) is declarative: see cascades.rule."""
+from rulekit.plugin import EventSpec, FilterPriority, filter_def
 
 from .common.nvlink5 import decode
 
@@ -38,11 +37,3 @@ def handle_xid_burst_events(context):
         stream.add(EventSpec(type="bad_node" if err.fatal else "interesting_node", symptom=symptom, node=node,
                              fields=fields), rule="HandleXidBurstEvents", cause=info["event"],
                    reason=f"{info['count']} Xid {err.xid} line(s), unit {err.unit}, link(s) {sorted(info['links'])}")
-
-
-@filter_def(name="DemoteInsufficientPermissions", author=AUTHOR, priority=FilterPriority.LATE,
-            symptoms=("NV_ERR_INSUFFICIENT_PERMISSIONS",))
-def demote_insufficient_permissions(context):
-    """Demote insufficient-permissions telemetry from bad to interesting."""
-    symptom = "NV_ERR_INSUFFICIENT_PERMISSIONS"
-    demote_bad_by_symptom(context.event_stream, frozenset((symptom,)), "DemoteInsufficientPermissions")

@@ -1,6 +1,6 @@
-"""Refiners named by the attribution spec (FINAL, job-wide): Xid171Cascade,
-Xid149AndNvlinkFiltering and Gb200PriorityRootCause."""
-from rulekit.plugin import RefinerPriority, discard_cascade, refiner_def
+"""Refiners named by the attribution spec (FINAL, job-wide): Xid149AndNvlinkFiltering
+and Gb200PriorityRootCause.  Xid171Cascade is declarative: see cascades.rule."""
+from rulekit.plugin import RefinerPriority, refiner_def
 
 AUTHOR = "rulekit core"
 NVLINK5_DECODED = ("XID-149-NVLINK_SIGNAL_INTEGRITY", "XID-149-NVLINK_NETIR_FATAL", "XID-144-NVLINK_SAW_FATAL",
@@ -13,18 +13,6 @@ LOCAL_CONSEQUENCES = ("XID-43-", "XID-45-", "XID-48-", "XID-94-", "XID-95-", "XI
 def _priority(name):
     order = ["Xid171Cascade", "Xid149AndNvlinkFiltering", "Gb200PriorityRootCause"]
     return RefinerPriority.FINAL + 10 * (order.index(name) + 1)
-
-
-@refiner_def(name="Xid171Cascade", author=AUTHOR, priority=_priority("Xid171Cascade"))
-def xid_171_cascade(context):
-    """XID-171 (UNCORRECTABLE_DRAM_ERROR) -> discard less specific cascaded symptoms."""
-    symptoms = context.symptoms
-    if symptoms is None:
-        return
-    if any(sym.startswith("XID-171") for sym in symptoms.symptoms()):
-        discard_cascade(symptoms, context.my_bad_nodes,
-                        ["XID-48-", "XID-63-", "XID-94-", "cudaErrorContained", "CUDA_ERROR_CONTAINED"],
-                        "Xid171Cascade", "XID-171 names the uncorrectable DRAM error these report less precisely")
 
 
 @refiner_def(name="Xid149AndNvlinkFiltering", author=AUTHOR, priority=_priority("Xid149AndNvlinkFiltering"),
