@@ -5,6 +5,8 @@ from rulekit.cli.app import app
 
 # command modules (each does `@app.command(...)`)
 from rulekit.cli import attribute as _attribute  # noqa: F401,E402
+from rulekit.cli import fmt as _fmt  # noqa: F401,E402
+from rulekit.cli import convert as _convert  # noqa: F401,E402
 
 
 def main() -> None:
