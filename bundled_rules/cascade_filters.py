@@ -1,0 +1,241 @@
+"""Filters that encode the corpus's relational reasoning over events.
+
+In order: ResolveRankFields (EARLY) puts application-log events that name a rank
+but no node on the rank's node; PythonChainFirstCause (EARLY) drops the partial
+events of chained tracebacks; StickyCudaAfterFirst (MID) keeps the first sticky
+CUDA error of a process; XidUserFaultRepeats (MID) turns Xid 13/31 that recur on
+the same GPU into hardware evidence; IbStatus12PeerBlame (MID) moves IB retry-
+exceeded blame to the remote node several peers name; TransientStorageRecovered
+(STANDARD) demotes storage outages that recovered; DemoteVictimsWhenPrimary
+(LATE) makes victims interesting once a primary fault exists.  Filters only
+move events between bad / interesting (or add derived events); they never
+decide the outcome.
+"""
+import re
+from datetime import datetime
+
+from rulekit.model import SHORT_EMIT
+from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
+
+from .common.relations import (
+    NETWORK_HOST_EVIDENCE, STICKY_CUDA, VICTIMS, ip_host_map, is_primary, order_key, rank_field,
+)
+
+AUTHOR = "rulekit corpus"
+
+register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905,
+                 docs="Xid 13 (same GPC/TPC) or Xid 31 recurred on the same GPU in separate bursts: the GPU, not the "
+                      "code, is suspect (NVSentinel rule); a DCGM diag is due.")
+
+
+# ---- EARLY ---------------------------------------------------------------------------------
+
+@filter_def(name="ResolveRankFields", author=AUTHOR, priority=FilterPriority.EARLY + 50)
+def resolve_rank_fields(context):
+    """Application-log events with no node but a rank in their fields (`[Rank 3]` inside
+    a ProcessGroupNCCL line, a ChildFailedError rank) move to that rank's node."""
+    stream, job = context.event_stream, context.job
+    for e in stream.node_events():
+        if e.node is not None:
+            continue
+        rank = rank_field(e)
+        node = job.rank_to_node(rank) if rank is not None else None
+        if not node:
+            continue
+        stream.add(EventSpec(type=SHORT_EMIT.get(e.event_type, e.event_type), symptom=e.symptom, node=node,
+                             fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
+                   rule="ResolveRankFields", cause=e, reason=f"rank {rank} runs on {node}")
+        stream.discard([e], rule="ResolveRankFields", reason=f"re-attributed to {node}")
+
+
+@filter_def(name="PythonChainFirstCause", author=AUTHOR, priority=FilterPriority.EARLY + 60)
+def python_chain_first_cause(context):
+    """A chained traceback also triggers an accumulator at each inner `Traceback` line;
+    those partial events repeat the tail of a longer chain seen on the same node and
+    rank just before.  Keep the longest chain's event (its first exception is the
+    nearer cause) and discard the partial ones."""
+    stream = context.event_stream
+    evs = [e for e in stream.node_events() if e.rule == "PythonTraceback" and e.fields.get("chain")]
+    groups = {}
+    for e in evs:
+        groups.setdefault((e.node, e.fields.get("rank"), e.obs_context_id), []).append(e)
+    for group in groups.values():
+        group.sort(key=lambda e: (e.line_num or 0, e.id))
+        for i, e in enumerate(group):
+            chain = e.fields["chain"].split(" <- ")
+            for longer in group[:i]:
+                lchain = longer.fields["chain"].split(" <- ")
+                if len(lchain) > len(chain) and lchain[-len(chain):] == chain:
+                    stream.discard([e], rule="PythonChainFirstCause",
+                                   reason=f"part of the chain {longer.fields['chain']} (line {longer.line_num})")
+                    break
+
+
+# ---- MID -----------------------------------------------------------------------------------
+
+@filter_def(name="StickyCudaAfterFirst", author=AUTHOR, priority=FilterPriority.MID + 10,
+            symptoms=tuple(sorted(STICKY_CUDA)))
+def sticky_cuda_after_first(context):
+    """Sticky CUDA errors (700/710/715/716/719/214/226/999) poison every later call of the
+    process: per node and rank, the first sticky error is the cause; later, different
+    sticky errors are its teardown noise (demoted)."""
+    stream = context.event_stream
+    groups = {}
+    for e in stream.bad_events():
+        if e.symptom in STICKY_CUDA:
+            groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
+    for group in groups.values():
+        group.sort(key=order_key)
+        first_sym = group[0].symptom
+        later = [e for e in group[1:] if e.symptom != first_sym]
+        if later:
+            stream.demote(later, rule="StickyCudaAfterFirst", reason=f"sticky error after {first_sym}")
+
+
+_GPC_TPC = re.compile(r"GPC (\d+), TPC (\d+)")
+_BURST_SECONDS = {"13": 15.0, "31": 180.0}
+
+
+def _seconds(e):
+    if e.fields.get("uptime") is not None:
+        try:
+            return float(e.fields["uptime"])
+        except (TypeError, ValueError):
+            pass
+    if e.timestamp:
+        try:
+            return datetime.fromisoformat(e.timestamp).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+@filter_def(name="XidUserFaultRepeats", author=AUTHOR, priority=FilterPriority.MID + 20,
+            symptoms=("GPU_XID_REPEATED_SAME_GPU",))
+def xid_user_fault_repeats(context):
+    """Xid 13 / 31 point to user code unless they repeat on the same GPU: two or more
+    separate bursts (13: 15 s apart and the same GPC+TPC; 31: 3 min apart) on one GPU
+    add GPU_XID_REPEATED_SAME_GPU (hardware) on that node.  The same Xid on different
+    GPUs in one burst is one workload fault fanned out."""
+    stream = context.event_stream
+    groups = {}
+    for e in stream.node_events():
+        if not e.symptom or not e.symptom.startswith(("XID-13-", "XID-31-")):
+            continue
+        xid = e.symptom.split("-")[1]
+        where = ""
+        if xid == "13":
+            m = _GPC_TPC.search(e.fields.get("body") or "")
+            where = f"GPC {m.group(1)}, TPC {m.group(2)}" if m else ""
+        groups.setdefault((e.node, e.fields.get("pci"), xid, where), []).append(e)
+    for (node, pci, xid, where), group in groups.items():
+        if node is None or pci is None:
+            continue
+        group.sort(key=order_key)
+        bursts, last_t, last_line = 0, None, None
+        for e in group:
+            t = _seconds(e)
+            if last_t is None and last_line is None:
+                bursts = 1
+            elif t is not None and last_t is not None:
+                bursts += 1 if t - last_t > _BURST_SECONDS[xid] else 0
+            else:  # no clock: lines far apart are separate bursts
+                bursts += 1 if (e.line_num or 0) - (last_line or 0) > 20 else 0
+            last_t, last_line = t, e.line_num
+        if bursts >= 2:
+            stream.add(EventSpec(type="bad_node", symptom="GPU_XID_REPEATED_SAME_GPU", node=node,
+                                 fields={"pci": pci, "xid": xid, "bursts": bursts, "where": where}),
+                       rule="XidUserFaultRepeats", cause=group[0],
+                       reason=f"Xid {xid} in {bursts} bursts on GPU {pci} {where}".strip())
+
+
+
+
+@filter_def(name="IbStatus12PeerBlame", author=AUTHOR, priority=FilterPriority.MID + 30,
+            symptoms=("IB_REMOTE_PEER_UNREACHABLE", "NCCL_IB_RETRY_EXCEEDED"))
+def ib_status12_peer_blame(context):
+    """IB status 12 (retry exceeded) is reported by the survivors about the peer. When
+    two or more nodes name the same remote node, or one does and that node shows
+    host-side link / HCA trouble, blame the remote node (IB_REMOTE_PEER_UNREACHABLE,
+    `certain` when host evidence exists) and demote the reporters' events.  If the
+    remote node had an independent non-network fault, the status-12 events are its
+    victims and are demoted without network blame."""
+    stream, job, reg = context.event_stream, context.job, context.registry
+    reports = [e for e in stream.bad_events() if e.symptom == "NCCL_IB_RETRY_EXCEEDED"]
+    if not reports:
+        return
+    ipmap = ip_host_map(stream)
+    nodes = set(job.nodes)
+    by_remote = {}
+    for e in reports:
+        peer = e.fields.get("peer") or ""
+        cands = ipmap.get(peer, set()) or ({peer} if peer in nodes else set())
+        if len(cands) != 1:
+            continue
+        remote = next(iter(cands))
+        if nodes and remote not in nodes:
+            continue
+        by_remote.setdefault(remote, []).append(e)
+    bad = stream.bad_events()
+    for remote, evs in by_remote.items():
+        reporters = sorted({e.node for e in evs if e.node and e.node != remote})
+        on_remote = [e for e in bad if e.node == remote]
+        host_net = [e for e in on_remote if e.symptom in NETWORK_HOST_EVIDENCE]
+        other_primary = [e for e in on_remote if is_primary(e.symptom, reg)
+                         and reg.info(e.symptom).outcome != "network"]
+        if other_primary:
+            stream.demote(evs, rule="IbStatus12PeerBlame",
+                          reason=f"peer {remote} failed first ({other_primary[0].symptom})")
+            continue
+        if len(reporters) >= 2 or (reporters and host_net):
+            stream.add(EventSpec(type="bad_node", symptom="IB_REMOTE_PEER_UNREACHABLE", node=remote,
+                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
+                                         "certain": bool(host_net)}),
+                       rule="IbStatus12PeerBlame", cause=evs[0],
+                       reason=f"{len(reporters)} node(s) got retry-exceeded from {remote}"
+                              + (" and it logged link/HCA trouble" if host_net else ""))
+            stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
+
+
+# ---- STANDARD ----------------------------------------------------------------------------------
+
+@filter_def(name="TransientStorageRecovered", author=AUTHOR, priority=FilterPriority.STANDARD + 10,
+            symptoms=("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"))
+def transient_storage_recovered(context):
+    """`nfs: server X not responding` followed on the same node by `nfs: server X OK`
+    (Lustre: `Connection restored to X`) was a transient outage: demote it."""
+    stream = context.event_stream
+    recovered = {}
+    for d in stream.data_events():
+        if d.fields.get("kind") == "storage_recovered":
+            recovered.setdefault((d.node, d.fields.get("server")), []).append(d)
+    out = []
+    for e in stream.bad_events():
+        if e.symptom not in ("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"):
+            continue
+        rec = recovered.get((e.node, e.fields.get("server")), [])
+        if any(order_key(r) > order_key(e) for r in rec):
+            out.append(e)
+    if out:
+        stream.demote(out, rule="TransientStorageRecovered", reason="the server came back")
+
+
+# ---- LATE ------------------------------------------------------------------------------------------
+
+@filter_def(name="DemoteVictimsWhenPrimary", author=AUTHOR, priority=FilterPriority.LATE + 10,
+            symptoms=tuple(sorted(VICTIMS)))
+def demote_victims_when_primary(context):
+    """Watchdog timeouts, ncclRemoteError / system errors, IB status 5 / 12 reports,
+    Xid 43/45/154, signals, launcher and teardown noise are never the root cause when
+    a primary fault (rank >= 600, not itself a victim) exists anywhere in the job:
+    they become interesting evidence, so only culprit nodes stay bad."""
+    stream, reg = context.event_stream, context.registry
+    bad = stream.bad_events()
+    primaries = [e for e in bad if is_primary(e.symptom, reg)]
+    if not primaries:
+        return
+    top = max(primaries, key=lambda e: reg.rank(e.symptom))
+    victims = [e for e in bad if e.symptom in VICTIMS]
+    if victims:
+        stream.demote(victims, rule="DemoteVictimsWhenPrimary",
+                      reason=f"victim of the primary fault {top.symptom} on {top.node}")

@@ -1,0 +1,117 @@
+"""Shared vocabulary of the corpus's relational rules: which symptoms are victims,
+which are primaries, which CUDA errors are sticky, how to order events and map
+IPs / GIDs to hosts.  Pure functions over events and the job; no writes.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+# never the root cause when a primary fault exists (they stay as interesting evidence)
+VICTIMS = frozenset({
+    "NCCL_WATCHDOG_TIMEOUT", "NCCL_WATCHDOG_STUCK", "NCCL_COMM_ABORTED", "NCCL_REMOTE_ERROR", "NCCL_SYSTEM_ERROR",
+    "NCCL_CONNECTION_CLOSED", "NCCL_UNHANDLED_CUDA_ERROR", "NCCL_IB_WR_FLUSH", "NCCL_IB_REMOTE_ACCESS",
+    "NCCL_IB_RETRY_EXCEEDED", "NCCL_IB_RNR_RETRY_EXCEEDED", "NCCL_IB_COMPLETION_ERROR",
+    "XID-43-RESETCHANNEL_VERIF", "XID-45-PREEMPTIVE_REMOVAL", "XID-154-RECOVERY_ACTION_CHANGED",
+    "PROCESS_SIGABRT", "PROCESS_SIGKILL", "PROCESS_EXIT_NONZERO", "CPP_TERMINATE", "PYTHON_DISTRIBUTED_ERROR",
+    "NVML_UNKNOWN_ERROR", "RENDEZVOUS_CONNECT_FAILED", "NCCL_ASYNC_ERROR_TEARDOWN", "SLURM_TASK_EXIT",
+    "K8S_RESTART_CONSEQUENCE",
+})
+PRIMARY_MIN_RANK = 600
+
+# CUDA errors that poison every later call in the process
+STICKY_CUDA = frozenset({
+    "cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorIllegalInstruction", "cudaErrorLaunchFailure",
+    "cudaErrorECCUncorrectable", "cudaErrorContained", "cudaErrorNvlinkUncorrectable", "cudaErrorUnknown",
+    "NCCL_UNHANDLED_CUDA_ERROR",
+})
+
+# cancellations / limits: the job was stopped from outside
+STOPS = frozenset({
+    "SLURM_CANCELLED", "SLURM_TIMEOUT", "SLURM_DEADLINE", "SLURM_PREEMPTED", "SLURM_REQUEUED", "EXECUTION_CANCELLED",
+    "K8S_PREEMPTED", "KUEUE_EVICTED", "K8S_DEADLINE_EXCEEDED",
+})
+# what a stop leaves behind in the logs
+STOP_TEARDOWN = VICTIMS | {"PROCESS_SIGTERM", "PYTHON_INTERRUPTED", "SLURM_FAILED"}
+
+NETWORK_HOST_EVIDENCE = ("IB_LINK_DOWN", "IB_CABLE_ERROR", "HCA_FATAL", "NCCL_IB_ASYNC_PORT_ERROR",
+                         "NCCL_IB_ASYNC_CATASTROPHIC", "NET_TX_TIMEOUT")
+
+_IPV4_GID = re.compile(r"(?:::ffff:|^)(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$")
+
+
+def is_primary(symptom: str | None, registry) -> bool:
+    if not symptom or symptom in VICTIMS:
+        return False
+    return registry.rank(symptom) >= PRIMARY_MIN_RANK
+
+
+def order_key(e) -> tuple:
+    """Chronological-ish order: timestamp, kernel uptime, then position in the file."""
+    f = e.fields
+    return (e.timestamp or "~", float(f.get("uptime") or 0.0), e.obs_context_id or 0, e.line_num or 0, e.id)
+
+
+def rank_field(e) -> int | None:
+    for k in ("rank", "pg_rank", "comm_rank"):
+        v = e.fields.get(k)
+        if v is None or v == "":
+            continue
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def ipv4_of(text: str | None) -> str | None:
+    """The IPv4 address of an IPv4-mapped GID (`::ffff:10.0.0.3`) or a bare IPv4."""
+    if not text:
+        return None
+    t = text.strip()
+    while t.startswith(":::"):
+        t = t[1:]
+    m = _IPV4_GID.search(t)
+    return m.group(1) if m else None
+
+
+def normalize_gid(text: str | None) -> str | None:
+    """`remoteGids` is printed as `remoteGids<gid>` or `remoteGids:<gid>`: undo the glued colon."""
+    if not text:
+        return None
+    t = text.strip()
+    if t.startswith(":::"):
+        return t[1:]
+    if t.startswith(":") and not t.startswith("::"):
+        return t[1:]
+    return t
+
+
+def ip_host_map(stream, canonical=lambda n: n) -> dict[str, set[str]]:
+    """IP -> hostnames that printed it as their own local GID / OOB address."""
+    out: dict[str, set[str]] = {}
+    for e in stream.data_events():
+        kind = e.fields.get("kind")
+        if kind not in ("gid_host", "host_ip"):
+            continue
+        ip, host = e.fields.get("ip"), e.fields.get("host")
+        if ip and host:
+            out.setdefault(ip, set()).add(canonical(host))
+    return out
+
+
+def gid_host_map(stream, canonical=lambda n: n) -> dict[str, set[str]]:
+    """IP -> hostnames from local GIDs only (the collector's 'mapped local GID')."""
+    out: dict[str, set[str]] = {}
+    for e in stream.data_events():
+        if e.fields.get("kind") != "gid_host":
+            continue
+        ip, host = e.fields.get("ip"), e.fields.get("host")
+        if ip and host:
+            out.setdefault(ip, set()).add(canonical(host))
+    return out
+
+
+def first(events: Iterable, key=order_key):
+    evs = sorted(events, key=key)
+    return evs[0] if evs else None
