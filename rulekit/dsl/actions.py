@@ -162,10 +162,12 @@ def _refine_when(top: Any, nodes: list[Any], step: A.RefineWhen, rule: str, job_
     if step.scope == "same_node":
         reason += " on the same node"
         per_node = nodes if job_wide else [top]
+        hit = False
         for sset in per_node:
             if _holds(sset, step):
+                hit = True
                 _act(step.action, [sset], target, keep, rule, reason)
-        if job_wide:
+        if job_wide and hit:  # a symptom left on no node leaves the job-wide set too
             remaining = {s for n in nodes for s in n.symptoms()}
             for s in [s for s in top.symptoms() if target(s) and not keep(s) and s not in remaining]:
                 getattr(top, step.action)(s, rule=rule, reason=reason)

@@ -199,9 +199,9 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
 
 
 def _word(v: str) -> A.Name | A.Str:
-    from rulekit.dsl.fmt import _NAME, KEYWORDS
+    from rulekit.dsl.fmt import _NAME
 
-    return _n(v) if _NAME.fullmatch(v) and v not in KEYWORDS else _s(v)
+    return _n(v) if _NAME.fullmatch(v) else _s(v)
 
 
 # ---- DSL -> TOML ------------------------------------------------------------------------
@@ -210,10 +210,10 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
     """TOML text for the declarations of a `.rule` file that TOML can express."""
     import tomlkit
 
-    module, diags = parse_ast(text, path)
-    from rulekit.dsl.compiler import compile_module
+    from rulekit.dsl import parse_file
 
-    diags = diags + compile_module(module, path)[1]
+    module, _ = parse_ast(text, path)
+    diags = parse_file(text, path)[1]
     errors = [d for d in diags if d.severity is Severity.ERROR]
     if errors:
         raise RulekitError(errors)

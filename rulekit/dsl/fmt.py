@@ -76,12 +76,19 @@ def pattern_text(r: A.Regex) -> str:
 
 
 def word(w: A.Name | A.Str | str) -> str:
+    """A name or word: bare when it is a valid name.  Words only follow a keyword or
+    a comma, where the parser accepts nothing but a name or a string, so even a
+    keyword (`node`) is read as a name there."""
     v = w if isinstance(w, str) else w.value
-    return v if _NAME.fullmatch(v) and v not in KEYWORDS else q(v)
+    return v if _NAME.fullmatch(v) else q(v)
+
+
+# after a value the LALR state also accepts these keywords, so such a key is quoted
+_VALUE_FOLLOWERS = frozenset({"test", "true", "false"})
 
 
 def key_text(k: str) -> str:
-    return k if _NAME.fullmatch(k) else q(k)
+    return k if _NAME.fullmatch(k) and k not in _VALUE_FOLLOWERS else q(k)
 
 
 def value(v: A.Value) -> str:
