@@ -13,13 +13,15 @@ loop over lines or rules on the hot path:
 2. *Candidates.*  On a pyre2 gate-hit line only, an Aho-Corasick automaton
    (ahocorasick-rs, DFA, overlapping) over the lower-cased line maps each rule's
    chosen key literal (`literals.choose_keys`: rarest in a benign sample) to the
-   rule; rules without a usable key (unfilterable or weak) are always candidates.
+   rule; the few rules without any key literal are candidates when a small pyre2
+   alternation of just those rules matches the line.
 3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
    also yields the named captures.
 
 Line semantics match the naive loop: a trailing `\\r` is removed (CRLF chunks are
 rewritten `\\r\\n` -> `\\n\\n`, same length, and the phantom empty lines skipped);
-a line that is not valid UTF-8 is decoded with replacement and scanned on its own.
+invalid UTF-8 needs no special path: the gate forms also accept the bytes a U+FFFD
+replaced, and confirmation decodes the line with replacement.
 `analysis` reports, per pattern, the key, whether it is prefilterable and why not,
 weak-key status and the engine.  No I/O except reading the packaged benign sample.
 """
@@ -36,7 +38,6 @@ import ahocorasick_rs
 from rulekit import literals as L
 from rulekit.accel_superset import raw_gate_form, superset_of
 from rulekit.regex import MAX_MEM, compile_big, compile_pattern
-from rulekit.scan import decode_line
 
 try:  # optional extra: pip install rulekit[hyperscan]
     import hyperscan as _hs
@@ -87,7 +88,8 @@ class _Gate:
     """A pyre2 gate over a subset of the rules."""
     regex: object  # pyre2 pattern
     members: tuple[int, ...]
-    always: tuple[int, ...]  # members without a usable key: candidates on every hit line
+    always: tuple[int, ...]  # members without a usable key: candidates on every hit line...
+    residual: object | None  # ...when this pyre2 alternation of their gate forms matches it
     ac: object | None  # BytesAhoCorasick over keys
     key_rules: list[tuple[int, ...]] = field(default_factory=list)
 
@@ -102,6 +104,9 @@ class Accelerator:
             raise RuntimeError("backend 'hyperscan' requested but the hyperscan module is not installed")
         self.patterns = list(patterns)
         self.compiled = [compile_pattern(p) for p in self.patterns]
+        # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
+        # mode means, and pyre2 confirms bytes many times faster than str.
+        self.compiled_ascii = [_bytes_twin(p) for p in self.patterns]
         if sample is None:
             sample = default_sample()
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
@@ -109,7 +114,7 @@ class Accelerator:
         n = len(self.patterns)
         all_factors = [L.factors_of(p) for p in self.patterns]
         choices = L.choose_keys(all_factors, sample)
-        supersets = [superset_of(p) for p in self.patterns]
+        supersets = [superset_of(p, ch.factor) for p, ch in zip(self.patterns, choices)]
         self.analysis: list[PatternAnalysis] = []
         for i in range(n):
             ch, ss = choices[i], supersets[i]
@@ -119,8 +124,6 @@ class Accelerator:
                 reason = "Python's parser cannot read the pattern, so no literal can be extracted"
             elif ch.factor is None:
                 reason = "no literal of at least 3 bytes is required by every match"
-            elif weak:
-                reason = f"its rarest key is on {ch.rate:.2%} of benign sample lines"
             if ss.text is None and not reason:
                 reason = ss.reason
             self.analysis.append(PatternAnalysis(
@@ -216,7 +219,13 @@ class Accelerator:
             klist = list(keys)
             ac = ahocorasick_rs.BytesAhoCorasick(klist, implementation=ahocorasick_rs.Implementation.DFA)
             key_rules = [tuple(keys[k]) for k in klist]
-        return _Gate(regex, tuple(members), tuple(always), ac, key_rules)
+        residual = None
+        if always:
+            res_branches = [branches[members.index(i)] for i in always]
+            if nonascii and any(not supersets[i].exact_parse for i in always):
+                res_branches.append(_NONASCII_LINE)
+            residual = _compile_gate(res_branches)
+        return _Gate(regex, tuple(members), tuple(always), residual, ac, key_rules)
 
     # ------------------------------------------------------------------ scanning
     def scan(self, chunk: bytes) -> list[tuple[int, int, int, dict]]:
@@ -229,25 +238,11 @@ class Accelerator:
             buf = chunk.replace(b"\r\n", b"\n\n")
             if buf.endswith(b"\r"):
                 buf = buf[:-1] + b"\n"
-        bad_lines = [] if buf.isascii() else _invalid_utf8_lines(buf)
-        skip = {ls for ls, _ in bad_lines}
-        hits = self._scan_clean(buf, chunk if crlf else None, skip)
-        if bad_lines:
-            for ls, le in bad_lines:
-                le_orig = chunk.find(b"\n", ls)
-                if le_orig < 0:
-                    le_orig = len(chunk)
-                text = decode_line(chunk[ls:le_orig])
-                mini = text.encode("utf-8")
-                for _s, _e, i, gd in self._scan_clean(mini, None, set()):
-                    hits.append((ls, le_orig, i, gd))
-            hits.sort(key=lambda h: (h[0], h[2]))
-        return hits
+        return self._scan_buf(buf, chunk if crlf else None)
 
-    def _scan_clean(self, buf: bytes, orig: bytes | None, skip: set[int]):
-        """Scan `buf` (valid UTF-8 line by line).  `orig`: the chunk before the CRLF
-        rewrite (to map line ends back and skip phantom lines); `skip`: line starts
-        handled elsewhere."""
+    def _scan_buf(self, buf: bytes, orig: bytes | None):
+        """Scan `buf`.  `orig`: the chunk before the CRLF rewrite (to map line ends
+        back and skip the phantom empty lines)."""
         per_line: dict[int, set[int]] = {}
         line_end: dict[int, int] = {}
         n = len(buf)
@@ -257,22 +252,28 @@ class Accelerator:
             self._gate_lines(buf, per_line, line_end)
         hits = []
         compiled = self.compiled
-        gate = self._gate
-        always = gate.always if gate is not None else ()
+        twins = self.compiled_ascii
         for ls in sorted(per_line):
-            if ls in skip:
-                continue
             if orig is not None and ls > 0 and orig[ls - 1] == 13:
                 continue  # phantom line of a CRLF rewrite
             le = line_end[ls]
             cands = per_line[ls]
-            cands.update(always)
             if not cands:
                 continue
-            text = buf[ls:le].decode("utf-8")
+            raw = buf[ls:le]
+            text = None if raw.isascii() else raw.decode("utf-8", "replace")
             if orig is not None and le < n and orig[le] == 13:
                 le += 1
             for i in sorted(cands):
+                twin = twins[i]
+                if text is None and twin is not None:
+                    m = twin.search(raw)
+                    if m is not None:
+                        hits.append((ls, le, i, {k: (v.decode("ascii") if v is not None else None)
+                                                 for k, v in m.groupdict().items()}))
+                    continue
+                if text is None:
+                    text = raw.decode("ascii")
                 m = compiled[i].search(text)
                 if m is not None:
                     hits.append((ls, le, i, m.groupdict()))
@@ -283,6 +284,8 @@ class Accelerator:
         search = gate.regex.search
         ac = gate.ac
         key_rules = gate.key_rules
+        residual = gate.residual.search if gate.residual is not None else None
+        always = gate.always
         n = len(buf)
         pos = 0
         while pos < n:
@@ -300,9 +303,12 @@ class Accelerator:
             if cands is None:
                 cands = per_line[ls] = set()
                 line_end[ls] = le
+            line = buf[ls:le]
             if ac is not None:
-                for kid, _s, _e in ac.find_matches_as_indexes(buf[ls:le].lower(), overlapping=True):
+                for kid, _s, _e in ac.find_matches_as_indexes(line.lower(), overlapping=True):
                     cands.update(key_rules[kid])
+            if residual is not None and residual(line) is not None:
+                cands.update(always)
             pos = le + 1
 
     def _hs_lines(self, buf: bytes, per_line, line_end) -> None:
@@ -334,30 +340,18 @@ class Accelerator:
             cands.add(rid)
 
 
+def _bytes_twin(pattern: str):
+    """The rule compiled as a bytes (Latin-1 mode) pattern, for ASCII lines; None
+    when RE2 rejects that form (e.g. `\\x{100}`)."""
+    try:
+        return compile_pattern(pattern.encode("utf-8"))
+    except Exception:  # re2.error or a fallback exception: use the str pattern
+        return None
+
+
 def _compile_gate(branches: list[str]):
     text = "(?m)" + "|".join("(?:" + b + ")" for b in branches)
     return compile_big(text.encode("latin-1"), max_mem=max(MAX_MEM, len(branches) * (128 << 10)))
-
-
-def _invalid_utf8_lines(buf: bytes) -> list[tuple[int, int]]:
-    """(start, end) of the lines of `buf` that are not valid UTF-8."""
-    out = []
-    view = memoryview(buf)
-    pos = 0
-    n = len(buf)
-    while pos < n:
-        try:
-            str(view[pos:], "utf-8")
-            break
-        except UnicodeDecodeError as e:
-            bad = pos + e.start
-            ls = buf.rfind(b"\n", 0, bad) + 1
-            le = buf.find(b"\n", bad)
-            if le < 0:
-                le = n
-            out.append((ls, le))
-            pos = le + 1
-    return out
 
 
 def forced_backend() -> str:

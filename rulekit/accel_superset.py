@@ -1,11 +1,12 @@
 """Byte-level superset forms of rule regexes, for the acceleration gate.
 
-Rules are matched (and confirmed) by RE2 on the decoded line, i.e. in UTF-8 mode.
+Rules are matched (and confirmed) by RE2 on the decoded line (UTF-8, invalid bytes
+replaced by U+FFFD), i.e. in UTF-8 mode.
 The gate instead runs over raw byte chunks: pyre2 compiled from a *bytes* pattern
 (RE2 Latin-1 mode, one byte = one character) or Hyperscan in byte mode.  This
 module rewrites a rule's parse tree into a pattern over bytes whose language is a
-*superset* of the rule's on any valid UTF-8 line, so the gate can never miss a
-line the rule matches:
+*superset* of the rule's on any line, valid UTF-8 or not, so the gate can never
+miss a line the rule matches:
 
 - `.`, negated classes, `\\W`/`\\S`/`\\D` also accept a whole multi-byte UTF-8
   character; a class or literal with non-ASCII members accepts any multi-byte
@@ -15,8 +16,10 @@ line the rule matches:
 - named groups become non-capturing; `\\A`/`\\Z` become `^`/`$` (the gate runs in
   multi-line mode);
 - leading and trailing parts that can match the empty string (`.*`, `(?P<msg>.*)`)
-  are dropped: removing a prefix or suffix only widens an unanchored search, and
-  fewer trailing `.*` means fewer Hyperscan callbacks.
+  are dropped, and a rule cut at its `.*`-like gaps keeps only its most literal
+  piece: a part of a concatenation matches wherever the whole does, and fewer gaps
+  mean a smaller DFA, a faster Hyperscan compile and fewer callbacks;
+- every counted repeat becomes `*` or `+` (a superset with far fewer states).
 
 Everything is emitted with `\\xHH` escapes, so the result is plain ASCII text valid
 for both RE2 and Hyperscan.  Pure functions; no compilation, no scanning.
@@ -28,8 +31,10 @@ from dataclasses import dataclass
 
 from rulekit import literals as L
 
-MB = r"[\xc0-\xff][\x80-\xbf]{1,3}"  # one multi-byte UTF-8 character
-CP = r"(?:[\x00-\x7f]|" + MB + ")"  # one UTF-8 character
+# One non-ASCII character of the decoded line: a multi-byte UTF-8 character, or one
+# U+FFFD that replaced an invalid byte or a truncated sequence (1-3 bytes >= 0x80).
+MB = r"[\x80-\xff]{1,4}"
+CP = r"(?:[\x00-\x7f]|" + MB + ")"  # one character
 
 
 class Unsupported(Exception):
@@ -46,14 +51,17 @@ class Superset:
 _NAMED_GROUP = re.compile(r"(?<!\\)\(\?P?<(?![=!])\w+>")
 
 
-def superset_of(pattern: str) -> Superset:
-    """The byte-level superset of `pattern` (see the module docstring)."""
+def superset_of(pattern: str, key: frozenset | None = None) -> Superset:
+    """The byte-level superset of `pattern` (see the module docstring).  `key`: the
+    rule's chosen prefilter factor (`literals.choose_keys`); the piece of the rule
+    that requires it is the one kept."""
     tree = L.parse(pattern)
     if tree is None:
         return Superset(None, False, "Python's parser cannot read this pattern (RE2-only syntax)")
     flags = tree.state.flags
     try:
-        items = _strip_nullable(list(tree))
+        icase = bool(flags & re.IGNORECASE)
+        items = _strip_nullable(_best_segment(_strip_nullable(list(tree)), key, icase))
         if not items:
             return Superset(None, True, "the pattern matches the empty string, i.e. every line")
         text = _Emitter(bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)).seq(items)
@@ -67,6 +75,63 @@ def raw_gate_form(pattern: str) -> str:
     groups made non-capturing.  In RE2 Latin-1 mode it agrees with the rule on
     ASCII lines only, so callers must also gate every non-ASCII line for it."""
     return _NAMED_GROUP.sub("(?:", pattern)
+
+
+def _is_gap(op, av) -> bool:
+    """`.*`, `[^,]*`, `\\S*`: an optional run of a broad character class."""
+    if op not in (L.MAX_REPEAT, L.MIN_REPEAT) or av[0] != 0 or av[1] is not L.sre_parse.MAXREPEAT:
+        return False
+    body = list(av[2])
+    if len(body) != 1:
+        return False
+    bop, bav = body[0]
+    if bop is L.ANY:
+        return True
+    if bop is L.IN:
+        return any(o is L.NEGATE or (o is L.CATEGORY and "NOT" in str(a)) for o, a in bav)
+    return bop is L.NOT_LITERAL
+
+
+def _literal_weight(items) -> int:
+    """Literal characters every match of `items` must contain (a rough lower bound)."""
+    w = 0
+    for op, av in items:
+        if op is L.LITERAL:
+            w += 1
+        elif op is L.SUBPATTERN:
+            w += _literal_weight(av[3])
+        elif op is L.BRANCH:
+            w += min(_literal_weight(alt) for alt in av[1])
+        elif op in (L.MAX_REPEAT, L.MIN_REPEAT) and av[0] >= 1:
+            w += _literal_weight(av[2])
+    return w
+
+
+def _best_segment(items, key=None, icase=False):
+    """The gate needs only one piece of a rule cut at its `.*`-like gaps (any
+    contiguous part of a concatenation matches wherever the whole does): keep the
+    piece that requires the rule's chosen key, else the one with the most literal
+    characters (ties: the last).  Fewer gaps mean a
+    smaller DFA and a faster Hyperscan compile."""
+    segs, cur = [], []
+    for it in items:
+        if _is_gap(*it):
+            segs.append(cur)
+            cur = []
+        else:
+            cur.append(it)
+    segs.append(cur)
+    if len(segs) == 1:
+        return items
+    if key:
+        for k in range(len(segs) - 1, -1, -1):
+            lang, factors = L._Walker().seq(segs[k], icase)
+            if lang is not None:
+                L._Walker._close(set(lang), factors)
+            if key in factors:
+                return list(segs[k])
+    best = max(range(len(segs)), key=lambda k: (_literal_weight(segs[k]), k))
+    return list(segs[best])
 
 
 def _nullable(op, av) -> bool:
@@ -98,6 +163,55 @@ def _strip_nullable(items):
     if popped is not None and popped[0] is L.AT:
         items.insert(0, popped)
     return items
+
+
+def _single_byte(cls: str) -> str:
+    """Rewrite a class form from `klass` so that each alternative takes one byte:
+    `(?:[..]|MB)` -> `[..\\x80-\\xff]`, `(?:[^..]|MB)` -> `[^..]`, `(?:\\S|MB)` -> `\\S`."""
+    alts = _split_alts(cls)
+    has_mb = MB in alts or CP in alts
+    out = []
+    for a in alts:
+        if a == CP:
+            out.append(r"[\x00-\xff]")
+        elif a == MB:
+            if len(alts) == 1:
+                out.append(r"[\x80-\xff]")
+        elif a.startswith("[") and not a.startswith("[^") and has_mb:
+            out.append(a[:-1] + r"\x80-\xff]")
+        else:
+            out.append(a)  # [^..], \S, \W, \D take bytes >= 0x80 already
+    if has_mb and not any(a.startswith("[") and not a.startswith("[^") for a in out) \
+            and not any(a.startswith("[^") or a in (r"\S", r"\W", r"\D") for a in out) and len(alts) > 1:
+        out.append(r"[\x80-\xff]")
+    return out[0] if len(out) == 1 else "(?:" + "|".join(out) + ")"
+
+
+def _split_alts(cls: str) -> list[str]:
+    if cls == CP:
+        return [CP]
+    if cls.startswith("(?:") and cls.endswith(")"):
+        body = cls[3:-1]
+        parts, depth, cur, i = [], 0, "", 0
+        while i < len(body):
+            c = body[i]
+            if c == "\\":
+                cur += body[i:i + 2]
+                i += 2
+                continue
+            if c in "[(":
+                depth += 1
+            elif c in "])":
+                depth -= 1
+            if c == "|" and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += c
+            i += 1
+        parts.append(cur)
+        return parts
+    return [cls]
 
 
 def _esc(code: int) -> str:
@@ -155,19 +269,17 @@ class _Emitter:
             finally:
                 self.icase, self.dotall = saved
         if op in (L.MAX_REPEAT, L.MIN_REPEAT):
-            lo, hi, p = av
-            inner = "(?:" + self.seq(p) + ")"
-            if hi is L.sre_parse.MAXREPEAT:
-                if lo == 0:
-                    return inner + "*"
-                if lo == 1:
-                    return inner + "+"
-                return inner + "{%d,}" % lo
-            if lo == 0 and hi == 1:
-                return inner + "?"
-            if lo == hi:
-                return inner + "{%d}" % lo
-            return inner + "{%d,%d}" % (lo, hi)
+            # Any repeat becomes unbounded (`*` or `+`): a superset, and far fewer
+            # DFA states / Hyperscan compile time than counted repeats.  A repeated
+            # single character becomes a single-byte class that also takes every
+            # byte >= 0x80, which covers multi-byte characters when repeated.
+            lo, _hi, p = av
+            p = list(p)
+            if len(p) == 1 and p[0][0] in (L.ANY, L.NOT_LITERAL, L.IN, L.LITERAL):
+                inner = self.byte_class(*p[0])
+            else:
+                inner = "(?:" + self.seq(p) + ")"
+            return inner + ("*" if lo == 0 else "+")
         if op is L.AT:
             name = str(av)
             if name in ("AT_BEGINNING", "AT_BEGINNING_STRING", "AT_BEGINNING_LINE"):
@@ -181,6 +293,25 @@ class _Emitter:
             raise Unsupported(f"anchor {name}")
         raise Unsupported(f"construct {op} is not supported by RE2")
 
+    def byte_class(self, op, av) -> str:
+        """One single-byte matcher that, repeated, covers `op`'s character repeated."""
+        if op is L.ANY:
+            return r"[\x00-\xff]" if self.dotall else r"[^\n]"
+        if op is L.NOT_LITERAL:
+            if av < 128:
+                if self.icase and _is_letter(av):
+                    return "[^" + _esc(ord(chr(av).lower())) + _esc(ord(chr(av).upper())) + "]"
+                return "[^" + _esc(av) + "]"
+            return r"[\x00-\xff]"
+        if op is L.LITERAL:
+            if av < 128 and not (self.icase and chr(av).lower() in L._FOLD_EXTRA):
+                return self.literal(av)
+            if av < 128:
+                return "[" + chr(av).lower() + chr(av).upper() + r"\x80-\xff]"
+            return r"[\x80-\xff]"
+        full = self.klass(av)  # IN
+        return _single_byte(full)
+
     def literal(self, code: int) -> str:
         if code < 128:
             if self.icase and _is_letter(code):
@@ -192,8 +323,8 @@ class _Emitter:
                 return alts
             return _esc(code)
         ch = chr(code)
-        if self.icase and ch.lower() != ch.upper():
-            return "(?:" + MB + ")"
+        if code == 0xFFFD or (self.icase and ch.lower() != ch.upper()):
+            return MB
         return "(?:" + _utf8(code) + ")"
 
     def klass(self, items) -> str:

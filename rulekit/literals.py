@@ -190,6 +190,8 @@ def _flag(icase: bool, add: int, dele: int) -> bool:
 
 def _char_lang(code: int, icase: bool) -> frozenset[bytes] | None:
     ch = chr(code)
+    if code == 0xFFFD:
+        return None  # U+FFFD on a decoded line may stand for any invalid bytes
     if not icase:
         return frozenset({key_bytes(ch)})
     if code < 128:
