@@ -1,0 +1,117 @@
+"""Refiners for cascades the corpus knows (symptom-set level).
+
+EccCascade (SCRUB): on a node with Xid 48 or 171/172, the retirement, containment
+and recovery-action Xids and the application's ECC / contained CUDA errors are its
+cascade.  Xid79ExplainsNode (SCRUB): after a GPU falls off the bus, everything
+later on that node is downstream.  NvlinkExplainsNccl (FINAL): an Xid 74 or fatal
+NVSwitch SXid explains NCCL / NVLink-CUDA symptoms anywhere in the job.
+StopExplainsTeardown (FINAL): a cancellation, preemption or time limit with no
+independent fault explains the teardown noise it causes.  Refiners only demote;
+they never invent symptoms.
+"""
+from rulekit.plugin import RefinerPriority, refiner_def
+
+from .common.relations import STOP_TEARDOWN, STOPS, is_primary, order_key
+
+AUTHOR = "rulekit corpus"
+
+ECC_ROOTS = ("XID-48-", "XID-171-", "XID-172-")
+ECC_CASCADE = ("XID-63-", "XID-64-", "XID-94-", "XID-95-", "XID-154-", "cudaErrorContained", "cudaErrorECCUncorrectable",
+               "NCCL_UNHANDLED_CUDA_ERROR")
+
+
+@refiner_def(name="EccCascade", author=AUTHOR, priority=RefinerPriority.SCRUB + 10)
+def ecc_cascade(context):
+    """Xid 48 / 171 / 172 on a node: its 63/64/94/95/154 and the CUDA 214/226 errors of
+    that node are the same memory fault seen again (demoted)."""
+    s = context.symptoms
+    roots = s.matching(ECC_ROOTS)
+    if not roots:
+        return
+    for sym in s.matching(ECC_CASCADE):
+        s.demote(sym, "EccCascade", f"cascade of {roots[0]} on this node")
+
+
+OFF_BUS = ("XID-79-FALLEN_OFF_THE_BUS",)
+BEFORE_OFF_BUS_OK = ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL", "THERMAL_THROTTLE")
+
+
+def _comparable(a, b):
+    """True/False when events a and b can be ordered, None when they cannot."""
+    if a.timestamp and b.timestamp:
+        return True
+    if a.obs_context_id == b.obs_context_id:
+        return True
+    if a.fields.get("uptime") is not None and b.fields.get("uptime") is not None and a.source == b.source:
+        return True
+    return None
+
+
+def _earlier(a, b):
+    if a.timestamp and b.timestamp:
+        return a.timestamp < b.timestamp
+    if a.obs_context_id == b.obs_context_id:
+        return (a.line_num or 0) < (b.line_num or 0)
+    return float(a.fields.get("uptime") or 0) < float(b.fields.get("uptime") or 0)
+
+
+@refiner_def(name="Xid79ExplainsNode", author=AUTHOR, priority=RefinerPriority.SCRUB + 20)
+def xid79_explains_node(context):
+    """Xid 79 (or the off-bus banner): every symptom on that node that is not provably
+    earlier (GSP 119/120, 154, NVML errors, CUDA 999/719, NCCL and Python noise) is
+    downstream of the lost GPU and is demoted; PCIe AER before it stays as its cause's
+    companion."""
+    s = context.symptoms
+    if not any(x in s for x in OFF_BUS):
+        return
+    node_events = [e for e in context.event_stream.bad_events() if e.node == context.node]
+    offbus = sorted((e for e in node_events if e.symptom in OFF_BUS), key=order_key)
+    if not offbus:
+        return
+    first79 = offbus[0]
+    for sym in s.symptoms():
+        if sym in OFF_BUS or sym in BEFORE_OFF_BUS_OK:
+            continue
+        evs = [e for e in node_events if e.symptom == sym]
+        provably_earlier = evs and all(_comparable(e, first79) and _earlier(e, first79) for e in evs)
+        if not provably_earlier:
+            s.demote(sym, "Xid79ExplainsNode", "downstream of Xid 79 on this node")
+
+
+NVLINK_ROOTS = ("XID-74-NVLINK_ERROR", "NVSWITCH_SXID_FATAL", "NVSWITCH_SOE_HALTED")
+
+
+@refiner_def(name="NvlinkExplainsNccl", author=AUTHOR, priority=RefinerPriority.FINAL + 50)
+def nvlink_explains_nccl(context):
+    """Xid 74 or a fatal NVSwitch SXid: the NCCL errors on every peer, the NVLink /
+    contained CUDA errors and unknown-outcome noise are its consequences (demoted)."""
+    s = context.symptoms
+    roots = [x for x in NVLINK_ROOTS if x in s]
+    if not roots:
+        return
+    reg = context.registry
+    for sym in s.symptoms():
+        if sym in NVLINK_ROOTS:
+            continue
+        info = reg.info(sym)
+        if info.sub_domain == "nccl" or info.outcome == "unknown" or sym in (
+                "cudaErrorNvlinkUncorrectable", "cudaErrorContained", "NCCL_UNHANDLED_CUDA_ERROR"):
+            s.demote(sym, "NvlinkExplainsNccl", f"consequence of {roots[0]}")
+
+
+@refiner_def(name="StopExplainsTeardown", author=AUTHOR, priority=RefinerPriority.FINAL + 60)
+def stop_explains_teardown(context):
+    """A cancellation, preemption, requeue or time limit with no independent fault
+    (nothing primary left) explains the teardown it causes: watchdog timeouts, NCCL
+    remote errors, SIGTERM/SIGKILL, interrupts.  Those are demoted so the outcome is
+    `cancelled` / `timeout`.  An independent fault keeps winning on rank."""
+    s = context.symptoms
+    stops = [x for x in s.symptoms() if x in STOPS]
+    if not stops:
+        return
+    reg = context.registry
+    if any(is_primary(x, reg) and x not in STOPS for x in s.symptoms()):
+        return
+    for sym in s.symptoms():
+        if sym in STOP_TEARDOWN:
+            s.demote(sym, "StopExplainsTeardown", f"teardown after {stops[0]}")
