@@ -48,3 +48,44 @@ def print_diagnostics(diags: Iterable[Diagnostic], texts: Mapping[str, str] | No
     text = format_text(diags, texts)
     if text:
         print(text, file=sys.stderr if err else sys.stdout)
+
+
+# ---- shared by the toolkit commands (check, lint, test) --------------------------------------
+
+def format_summary(diags: Iterable[Diagnostic]) -> str:
+    """`N problems (E errors, W warnings, I notes)` or `no problems`."""
+    diags = list(diags)
+    if not diags:
+        return "no problems found"
+    by = {"error": 0, "warning": 0, "info": 0, "hint": 0}
+    for d in diags:
+        by[d.severity.value] += 1  # type: ignore[union-attr]
+    parts = [f"{by['error']} error{'s' * (by['error'] != 1)}", f"{by['warning']} warning{'s' * (by['warning'] != 1)}"]
+    notes = by["info"] + by["hint"]
+    if notes:
+        parts.append(f"{notes} note{'s' * (notes != 1)}")
+    return f"{len(diags)} problem{'s' * (len(diags) != 1)} ({', '.join(parts)})"
+
+
+def render_diagnostics(diags: Iterable[Diagnostic], fmt: str, texts: Mapping[str, str] | None = None,
+                       tool: str = "check", base: str | Path | None = None) -> str:
+    """Diagnostics in one of the toolkit formats: text (caret excerpts + summary), json,
+    sarif, github.  Paths are shown relative to `base` (default: the current folder)."""
+    from rulekit.cli import formats
+
+    diags = sorted(diags, key=Diagnostic.sort_key)
+    original = {formats.display_path(f, base): t for f, t in (texts or {}).items()}
+    shown = formats.relativize(diags, base)
+    if fmt == "json":
+        return formats.diagnostics_json(shown, tool)
+    if fmt == "sarif":
+        return formats.sarif(shown, tool)
+    if fmt == "github":
+        return formats.github(shown)
+    body = format_text(shown, original)
+    return (body + "\n\n" if body else "") + format_summary(shown)
+
+
+def exit_code(diags: Iterable[Diagnostic]) -> int:
+    """0: clean (or only notes), 1: errors or warnings were found."""
+    return 1 if any(d.severity.value in ("error", "warning") for d in diags) else 0  # type: ignore[union-attr]

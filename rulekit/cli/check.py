@@ -1,0 +1,31 @@
+"""`rulekit check [PATHS]`: load and validate a corpus and report every problem.
+
+Renders `rulekit.analysis.check.check_paths` as text with caret excerpts,
+`--format json`, `--format sarif` or `--format github`.  Exit 0 when clean (notes
+allowed), 1 when errors or warnings were found, 2 on a usage or I/O error.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rulekit.analysis.check import check_paths
+from rulekit.cli._common import check_format, check_paths_exist, write_output
+from rulekit.cli.app import app
+from rulekit.cli.render import exit_code, render_diagnostics
+
+
+@app.command()
+def check(
+    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+) -> None:
+    """Load and validate a rule corpus; report every problem at once."""
+    check_format(fmt)
+    check_paths_exist(paths)
+    report = check_paths(paths or None)
+    write_output(render_diagnostics(report.diagnostics, fmt, report.texts, tool="check"), output)
+    raise typer.Exit(exit_code(report.diagnostics))
