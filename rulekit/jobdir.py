@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
-from rulekit.jobinfo import SLURM_STATES, ExecutionCancellation, JobInfo, JobInfoBuilder, SchedulerFailure
+from rulekit.jobinfo import (
+    SLURM_STATES,
+    ExecutionCancellation,
+    JobInfo,
+    JobInfoBuilder,
+    JobInfoError,
+    SchedulerFailure,
+)
 from rulekit.observation import Observation
 from rulekit.toml_frontend import toml_error_span
 
@@ -55,6 +62,13 @@ def _dt(v: Any, what: str, path: Path) -> datetime | None:
 
 
 def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobInfo:
+    try:
+        return _read_job_toml(path, default_id, syslog_nodes)
+    except JobInfoError as e:  # the builder's checks: point at job.toml
+        raise RulekitError([d if d.span else d.with_span(Span(str(path), 1, 1)) for d in e.diagnostics]) from None
+
+
+def _read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobInfo:
     data: dict[str, Any] = {}
     if path.exists():
         text = path.read_bytes().decode("utf-8", "replace")

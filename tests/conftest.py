@@ -1,0 +1,33 @@
+"""Shared fixtures: the bundled engine (loaded once) and a tiny-corpus builder."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rulekit.loader import load_corpus
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def bundled():
+    res = load_corpus(None)
+    assert res.engine is not None, "\n".join(str(d) for d in res.diagnostics if d.severity.value == "error")
+    return res.engine
+
+
+@pytest.fixture
+def make_corpus(tmp_path):
+    """make_corpus({"a.toml": "...", "b.py": "..."}) -> folder path (texts are dedented)."""
+
+    def make(files: dict[str, str], name: str = "rules") -> Path:
+        root = tmp_path / name
+        for rel, text in files.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(textwrap.dedent(text).lstrip("\n"))
+        return root
+
+    return make

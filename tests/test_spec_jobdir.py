@@ -1,0 +1,149 @@
+"""The job directory reader and node/time resolution of evidence lines."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rulekit.diagnostics import RulekitError
+from rulekit.jobdir import attribute_dir, read_job_dir
+from rulekit.linectx import line_context
+from rulekit.loader import load_corpus
+
+RULES = {
+    "r.toml": """
+[[symptom]]
+name = "BOOM"
+outcome = "hardware"
+sub_domain = "gpu"
+rank = 900
+
+[[extractor]]
+name = "Boom"
+match_re = 'BOOM(?: on (?P<where>\\S+))?'
+emit = { type = "bad_node", symptom = "BOOM" }
+""",
+}
+
+
+@pytest.fixture
+def engine(make_corpus):
+    return load_corpus([make_corpus(RULES)]).engine
+
+
+def job(tmp_path: Path, toml: str | None, files: dict[str, bytes | str]) -> Path:
+    root = tmp_path / "job"
+    root.mkdir()
+    if toml is not None:
+        (root / "job.toml").write_text(toml)
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return root
+
+
+def bad_nodes(result: dict) -> list[str]:
+    return [b["node"] for b in result["bad_nodes"]]
+
+
+@pytest.mark.parametrize("prefix, node", [("12: ", "node-02"), ("[rank12]:", "node-02"), ("[default3]:", "node-01"),
+                                          ("31: ", "node-04")])
+def test_rank_prefixes_map_to_nodes_by_block_distribution(tmp_path, engine, prefix, node):
+    root = job(tmp_path, '[job]\nid = "1"\nstate = "FAILED"\nnodes = ["node-01","node-02","node-03","node-04"]\n'
+                         'tasks_per_node = 8\n', {"applog/train.log": f"{prefix} BOOM\n"})
+    assert bad_nodes(attribute_dir(engine, root)) == [node]
+
+
+def test_explicit_rank_map_wins_over_block_distribution(tmp_path, engine):
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["a","b"]\ntasks_per_node = 8\n[job.ranks]\n0 = "b"\n',
+               {"applog/x.log": "0: BOOM\n"})
+    assert bad_nodes(attribute_dir(engine, root)) == ["b"]
+
+
+def test_host_printed_in_nccl_lines_names_the_node(tmp_path, engine):
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["node0001","node0003"]\ntasks_per_node = 8\n',
+               {"applog/x.log": "0: node0003:2211:2290 [0] transport/net_ib.cc:1296 NCCL WARN BOOM\n"})
+    assert bad_nodes(attribute_dir(engine, root)) == ["node0003"]
+
+
+def test_syslog_file_names_the_node_and_timestamps_are_parsed(tmp_path, engine):
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["n1"]\nstart = 2026-08-11T00:00:00Z\n', {
+        "syslog/n1.log": "Aug 11 03:14:22 n1 kernel: BOOM\n"})
+    r = attribute_dir(engine, root)
+    assert bad_nodes(r) == ["n1"]
+    assert r["root_cause"]["evidence"][0]["timestamp"] == "2026-08-11T03:14:22"
+
+
+@pytest.mark.parametrize("line, ts, uptime", [
+    ("[ 5120.118843] NVRM: x", None, 5120.118843),
+    ("[Tue Aug 11 03:14:22 2026] NVRM: x", "2026-08-11T03:14:22", None),
+    ("2026-08-11T03:14:22.118843+00:00 node0001 kernel: x", "2026-08-11T03:14:22.118843+00:00", None),
+    ("[2026-03-03 12:11:38] node0007:185303:186751 [1] x", "2026-03-03T12:11:38", None),
+])
+def test_common_timestamp_prefixes(line, ts, uptime):
+    ctx = line_context(line, 2026)
+    assert ctx.timestamp == ts and ctx.uptime == uptime
+
+
+def test_observations_jsonl_and_bad_records(tmp_path, engine):
+    recs = [json.dumps({"source": "syslog", "node": "n2", "line": "BOOM"}), "{not json", json.dumps({"line": "x"})]
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["n1","n2"]\n', {"observations.jsonl": "\n".join(recs) + "\n"})
+    r = attribute_dir(engine, root)
+    assert bad_nodes(r) == ["n2"]
+    assert [n["code"] for n in r["notes"]] == ["RK503", "RK503"]
+    assert r["notes"][0]["span"]["line"] == 2
+
+
+def test_non_utf8_bytes_and_ten_megabyte_lines_are_processed(tmp_path, engine):
+    big = b"x" * (10 * 1024 * 1024) + b" BOOM on big\n"
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["n1"]\n', {
+        "applog/a.log": b"\xff\xfe garbage \x80 BOOM on bytes\n" + big + b"tail without newline BOOM"})
+    r = attribute_dir(engine, root)
+    lines = sorted(e["line_num"] for e in r["evidence"])
+    assert lines == [1, 2, 3]
+    assert any("\ufffd" in (e["datum"] or "") for e in r["evidence"])
+
+
+def test_unknown_files_are_noted_and_ignored(tmp_path, engine):
+    root = job(tmp_path, '[job]\nid = "1"\nnodes = ["n1"]\n', {"applog/core.bin": b"\x00", "random.csv": "a,b",
+                                                              "syslog/n1.log": "BOOM\n"})
+    r = attribute_dir(engine, root)
+    assert bad_nodes(r) == ["n1"]
+    assert sorted(n["code"] for n in r["notes"]) == ["RK504", "RK504"]
+
+
+def test_empty_folder_is_unknown_with_a_note(tmp_path, engine):
+    root = job(tmp_path, None, {})
+    r = attribute_dir(engine, root)
+    assert r["outcome"] == "unknown" and r["job_id"] == "job"
+    assert [n["code"] for n in r["notes"]] == ["RK505"]
+
+
+def test_missing_job_toml_infers_nodes_from_syslog(tmp_path, engine):
+    root = job(tmp_path, None, {"syslog/nodeA.log": "BOOM\n", "syslog/nodeB.log": "fine\n"})
+    assert read_job_dir(root).job.nodes == ("nodeA", "nodeB")
+
+
+@pytest.mark.parametrize("toml, words", [
+    ("[job\nid=1", "not valid TOML"),
+    ('[job]\nstate = "EXPLODED"\n', "unknown job state"),
+    ('[job]\nnodes = "n1"\n', "list of node names"),
+    ('[job]\nnodes = ["a"]\n[job.ranks]\n0 = "zzz"\n', "not in `nodes`"),
+    ('[job]\nbogus = 1\n', "unknown key"),
+    ('[job]\nid = "1"\n[execution_cancellation]\nrecord_id = "1"\ncancelled_by = "x"\nsource_time = "2026-01-01T00:00:00"\n',
+     "timezone-aware"),
+])
+def test_bad_job_toml_is_a_clear_error(tmp_path, toml, words):
+    root = job(tmp_path, toml, {})
+    with pytest.raises(RulekitError) as exc:
+        read_job_dir(root)
+    assert words in str(exc.value)
+    assert exc.value.diagnostics[0].span.file.endswith("job.toml")
+
+
+def test_missing_dir_is_rk501(tmp_path):
+    with pytest.raises(RulekitError) as exc:
+        read_job_dir(tmp_path / "nope")
+    assert exc.value.diagnostics[0].code == "RK501"
