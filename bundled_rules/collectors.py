@@ -20,7 +20,7 @@ def _declared_node(e, nodes):
     declared = e.fields.get("declared_node")
     if declared and declared in nodes:
         return declared
-    if e.node and e.node in nodes and e.label and e.node in e.label:
+    if e.node and e.node in nodes and ((e.label and e.node in e.label) or e.source == "syslog"):
         return e.node
     return None
 
