@@ -25,10 +25,10 @@ XID48 = "[ 5861.1] NVRM: Xid (PCI:0008:01:00): 48, pid='<unknown>', name=<unknow
 
 @pytest.fixture(scope="module")
 def spec_engine(tmp_path_factory):
-    """The bundled corpus without the corpus's own cascade filters, so that each rule
+    """The bundled corpus without the corpus's own cascade filters and refiners, so that each rule
     the spec names is seen doing its own work (the full corpus is tested too)."""
     root = tmp_path_factory.mktemp("spec") / "rules"
-    shutil.copytree(bundled_rules_path(), root, ignore=shutil.ignore_patterns("cascade_filters.py", "__pycache__"))
+    shutil.copytree(bundled_rules_path(), root, ignore=shutil.ignore_patterns("cascade_filters.py", "cascade_refiners.py", "__pycache__"))
     res = load_corpus([root])
     assert res.engine is not None, [str(d) for d in res.diagnostics if d.severity.value == "error"]
     return res.engine
@@ -91,10 +91,10 @@ def test_gb200_priority_root_cause_demotes_local_consequences_only(spec_engine):
     assert {b["node"]: b["symptoms"] for b in r["bad_nodes"]}["node-04"] == ["XID-48-GPU_ECC_DBE"]
 
 
-def test_xid171_cascade_discards_48_and_63(bundled):
+def test_xid171_cascade_discards_48_and_63(spec_engine):
     x171 = "[ 812.2] NVRM: Xid (PCI:0018:01:00): 171, pid='<unknown>', name=<unknown>, Uncorrectable DRAM error"
     x63 = "[ 812.3] NVRM: Xid (PCI:0018:01:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row (0x1) marked for remapping, reset gpu to activate."
-    r = run(bundled, {"node-01": [XID48, x171, x63]})
+    r = run(spec_engine, {"node-01": [XID48, x171, x63]})
     assert r["root_cause"]["symptom"] == "XID-171-UNCORRECTABLE_DRAM_ERROR"
     present = {e["symptom"] for e in r["evidence"]}
     assert "XID-48-GPU_ECC_DBE" not in present and "XID-63-DRAM_RETIREMENT_EVENT" not in present  # discarded, not demoted
