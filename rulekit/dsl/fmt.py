@@ -256,7 +256,11 @@ class _Printer:
 
     def _own_line_before(self, line: int, depth: int) -> None:
         while self.pending and self.pending[0].span.line < line:
-            self.out.append(INDENT * depth + self.pending.pop(0).text)
+            c = self.pending.pop(0)
+            self.out.append(INDENT * depth + c.text)
+            nxt = self.pending[0].span.line if self.pending and self.pending[0].span.line < line else line
+            if nxt > c.span.line + 1:  # the comment stood apart from what follows: keep one blank line
+                self.out.append("")
 
     def _trailing(self, first: int, last: int) -> str:
         got = []
@@ -352,28 +356,34 @@ _HEADER = re.compile(r"^\[\[?\s*[A-Za-z0-9_.\-\"]+\s*\]\]?\s*(#.*)?$")
 
 
 def format_toml(text: str) -> str:
-    """Normalize a TOML rule file's layout through tomlkit, keeping comments: no
-    trailing spaces, one blank line before each top-level table header (and its
-    leading comments), at most one blank line in a row, one final newline.  The
-    data must be unchanged; if not (or the text is not TOML) the text comes back as is."""
+    """Normalize a TOML rule file's layout, keeping comments: no trailing spaces, one
+    blank line before each top-level table header (and its leading comments), at
+    most one blank line in a row, one final newline.  The text is checked with
+    tomlkit (and tomllib); the result must hold the same data, else (or when the
+    text is not TOML) the text comes back as is.  Lines are edited on the original
+    text, not on tomlkit's re-serialization, which may move comments between
+    arrays of tables."""
     import tomlkit
 
     try:
         before = tomllib.loads(text)
-        doc = tomlkit.parse(text)
+        tomlkit.parse(text)
     except Exception:  # noqa: BLE001 - not TOML: leave it to `rulekit check`
         return text
-    lines = [ln.rstrip() for ln in tomlkit.dumps(doc).splitlines()]
     out: list[str] = []
-    for ln in lines:
-        if _HEADER.match(ln) and "." not in ln.split("]")[0]:
-            # find where this header's leading comment block starts
+    in_multiline = False
+    for raw in text.splitlines():
+        ln = raw if in_multiline else raw.rstrip()
+        for q3 in ('"""', "'''"):
+            if raw.count(q3) % 2 == 1:
+                in_multiline = not in_multiline
+        if not in_multiline and _HEADER.match(ln) and "." not in ln.split("]")[0]:
             j = len(out)
             while j > 0 and out[j - 1].lstrip().startswith("#"):
                 j -= 1
             if j > 0 and out[j - 1] != "":
                 out.insert(j, "")
-        if ln == "" and (not out or out[-1] == ""):
+        if ln == "" and (not out or out[-1] == "") and not in_multiline:
             continue
         out.append(ln)
     while out and out[-1] == "":
