@@ -1,0 +1,173 @@
+"""Formatting (DSL and TOML, comments kept, through the DSL package's formatters)
+and code actions: register a missing symptom, add an overlap's witness line as a
+test, replace an RE2-incompatible construct where a safe rewrite exists.
+Pure: returns edits; no LSP types, no I/O.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from rulekit.diagnostics import Diagnostic, Span
+from rulekit_lsp.features import Action, Edit
+from rulekit_lsp.workspace import Corpus, file_kind
+
+
+def whole(path: str, text: str) -> Span:
+    lines = text.split("\n")
+    return Span(path, 1, 1, len(lines), len(lines[-1]) + 1)
+
+
+def format_document(path: str, text: str) -> list[Edit]:
+    """One whole-document edit when the formatter changes the text, else none."""
+    from rulekit import dsl
+
+    kind = file_kind(path)
+    try:
+        if kind == "rule":
+            new = dsl.format_dsl(text, path)
+        elif kind in ("toml", "tests"):
+            new = dsl.format_toml(text)
+        else:
+            return []
+    except Exception:  # noqa: BLE001 - a formatter bug must not break the editor: leave the text alone
+        return []
+    if new == text:
+        return []
+    return [Edit(whole(path, text), new)]
+
+
+# ---- code actions ------------------------------------------------------------------------
+
+def code_actions(corpus: Corpus, path: str, span: Span) -> list[Action]:
+    st = corpus.files.get(path)
+    if st is None:
+        return []
+    out: list[Action] = []
+    diags = corpus.diagnostics_by_file().get(path, [])
+    for d in diags:
+        s = d.span
+        if s is None or (s.end_line, s.end_col) < (span.line, span.col) or (s.line, s.col) > (span.end_line, span.end_col):
+            continue
+        if d.code == "RK203":
+            a = register_symptom_action(corpus, path, st.text, d)
+            if a:
+                out.append(a)
+        elif d.code == "RK306":
+            out.extend(witness_actions(corpus, d))
+        elif d.code in ("RK302", "RK301", "RK309"):
+            a = re2_rewrite_action(path, st.text, d)
+            if a:
+                out.append(a)
+    return out
+
+
+def register_symptom_action(corpus: Corpus, path: str, text: str, d: Diagnostic) -> Action | None:
+    name = d.data.get("symptom")
+    if not name or "{" in name or not re.match(r"^[\w.\-:]+$", name):
+        return None
+    kind = file_kind(path)
+    lines = text.split("\n")
+    end = Span(path, len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1)
+    lead = "" if text.endswith("\n") or not text else "\n"
+    if kind == "toml":
+        new = (f'{lead}\n[[symptom]]\nname = "{name}"\noutcome = "unknown"\nsub_domain = "unknown"\nrank = 100\n'
+               f'docs = ""\n')
+    elif kind == "rule":
+        new = f'{lead}\nsymptom "{name}" {{\n  outcome unknown\n  sub_domain unknown\n  rank 100\n}}\n'
+    elif kind == "py":
+        new = f'{lead}\nregister_symptom("{name}", outcome="unknown", sub_domain="unknown", rank=100)\n'
+    else:
+        return None
+    return Action(f"Register symptom `{name}`", "quickfix", {path: [Edit(end, new)]}, d)
+
+
+def _witness(d: Diagnostic) -> str | None:
+    for k in ("witness", "witness_line", "line"):
+        v = d.data.get(k)
+        if isinstance(v, str) and v:
+            return v
+    m = re.search(r"witness(?: line)?:?\s*(`|')(.+)\1", d.message)
+    return m.group(2) if m else None
+
+
+def witness_actions(corpus: Corpus, d: Diagnostic) -> list[Action]:
+    line = _witness(d)
+    if line is None:
+        return []
+    names = [v for k, v in d.data.items() if k in ("rule", "other", "rule_a", "rule_b", "rules") and v]
+    flat: list[str] = []
+    for v in names:
+        flat.extend(v if isinstance(v, (list, tuple)) else [v])
+    a = corpus.analyze()
+    out = []
+    for name in dict.fromkeys(flat):
+        rule = a.rules.get(name)
+        if rule is None or getattr(rule, "emit", None) is None or rule.span is None:
+            continue
+        st = corpus.files.get(rule.span.file)
+        if st is None:
+            continue
+        edit = _test_insertion(st.kind, rule.span.file, st.text, rule, line)
+        if edit:
+            out.append(Action(f"Add the witness line as a test of `{name}` (expects its {rule.emit.type})",
+                              "quickfix", {rule.span.file: [edit]}, d))
+    return out
+
+
+def _test_insertion(kind: str, path: str, text: str, rule, witness: str) -> Edit | None:
+    lines = text.split("\n")
+    sym = rule.emit.symptom
+    if kind == "toml":
+        if rule.origin:  # family/catalog expansions keep their tests elsewhere
+            return None
+        # end of the rule's table: the line before the next top-level table header
+        i = rule.span.line
+        while i < len(lines) and not re.match(r"^\s*\[\[?\s*(symptom|extractor|family|catalog|outcome_rule)\s*\]\]?\s*$",
+                                              lines[i]):
+            i += 1
+        while i > rule.span.line and not lines[i - 1].strip():
+            i -= 1
+        body = f"[[extractor.test]]\nline = {json.dumps(witness)}\n"
+        if sym and "{" not in sym:
+            body += f'symptom = "{sym}"\n'
+        return Edit(Span(path, i + 1, 1, i + 1, 1), body) if i < len(lines) else \
+            Edit(Span(path, len(lines), len(lines[-1]) + 1, len(lines), len(lines[-1]) + 1), "\n" + body)
+    if kind == "rule":
+        # before the closing brace of the declaration
+        for i in range(rule.span.line - 1, len(lines)):
+            if lines[i].strip() == "}":
+                exp = rule.emit.type + (f' "{sym}"' if sym and "{" not in sym else "")
+                return Edit(Span(path, i + 1, 1, i + 1, 1), f"  test {json.dumps(witness)} => {exp}\n")
+    return None
+
+
+_REWRITES = [
+    (re.compile(r"^\(\?>$"), lambda t: "(?:"),  # atomic group opener
+    (re.compile(r"^(.*[*+?}])\+$", re.S), lambda t: t[:-1]),  # possessive quantifier
+    (re.compile(r"^\\[uU]([0-9a-fA-F]{4,8})$"), lambda t: "\\x{" + t[2:] + "}"),
+    (re.compile(r"^\\Z$"), lambda t: "\\z"),
+    (re.compile(r"^\{,(\d+)\}$"), lambda t: "{0," + t[2:]),
+    (re.compile(r"^\(\?#[^)]*\)$"), lambda t: ""),
+]
+
+
+def re2_rewrite_action(path: str, text: str, d: Diagnostic) -> Action | None:
+    s = d.span
+    if s is None or s.line != s.end_line:
+        return None
+    lines = text.split("\n")
+    if not (0 < s.line <= len(lines)):
+        return None
+    seg = lines[s.line - 1][s.col - 1 : s.end_col - 1]
+    m = re.search(r"`([^`]+)`", d.message)
+    if m and m.group(1).startswith(seg) and len(m.group(1)) > len(seg):
+        seg = m.group(1)  # the message names the whole construct
+        if lines[s.line - 1][s.col - 1 : s.col - 1 + len(seg)] != seg:
+            return None
+    for rx, fn in _REWRITES:
+        if rx.match(seg):
+            new = fn(seg)
+            return Action(f"Rewrite `{seg}` as `{new}` (RE2-compatible)" if new else f"Remove `{seg}`",
+                          "quickfix", {path: [Edit(Span(path, s.line, s.col, s.line, s.col + len(seg)), new)]}, d)
+    return None

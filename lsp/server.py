@@ -1,0 +1,432 @@
+"""The rulekit language server: pygls 2.x wiring only.
+
+Each handler converts LSP params to rulekit terms (through `convert`), calls a
+pure function of the workspace index or a feature module, and converts the
+result back.  Diagnostics are debounced per document; inline tests and lint run
+in a worker thread on immutable snapshots and are merged back on the event loop.
+No analysis lives here.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from lsprotocol import types as T
+from pygls.lsp.server import LanguageServer
+
+from rulekit.diagnostics import Span
+from rulekit_lsp import __version__, convert
+from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
+from rulekit_lsp.features import completion as completion_mod
+from rulekit_lsp.settings import Settings, parse_settings
+from rulekit_lsp.workspace import Corpus, Workspace, file_kind
+
+log = logging.getLogger("rulekit_lsp")
+
+
+class RulekitLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("rulekit-lsp", __version__)
+        self.ws = Workspace()
+        self.settings = Settings()
+        self.setting_problems: list[str] = []
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.published: dict[str, tuple] = {}
+        self.lint_timers: dict[int, asyncio.TimerHandle] = {}
+        self.test_tasks: set[asyncio.Task] = set()
+        self.lens_refresh = False
+
+    # ---- helpers ------------------------------------------------------------------------
+    def doc_text(self, uri: str) -> str:
+        return self.workspace.get_text_document(uri).source
+
+    def text_of(self, path: str) -> str | None:
+        return self.ws.text_of(path)
+
+    def flush(self, uri: str) -> None:
+        """Apply a pending (debounced) change now, so a request sees the current text."""
+        h = self.pending.pop(uri, None)
+        if h is not None:
+            h.cancel()
+            self._apply_change(uri)
+
+    def located(self, uri: str) -> tuple[Corpus, str] | None:
+        path = convert.uri_to_path(uri)
+        if path is None:
+            return None
+        self.flush(uri)
+        c = self.ws.corpus_for(path, create=False)
+        if c is None or path not in c.files:
+            return None
+        return c, path
+
+    def position(self, uri: str, pos: T.Position) -> tuple[int, int]:
+        return convert.from_position(self.doc_text(uri), pos)
+
+    def _apply_change(self, uri: str) -> None:
+        path = convert.uri_to_path(uri)
+        if path is None:
+            return
+        doc = self.workspace.get_text_document(uri)
+        c = self.ws.change(path, doc.source, doc.version)
+        if c is not None:
+            self.publish(c)
+            self.after_edit(c, path)
+
+    def publish(self, corpus: Corpus) -> None:
+        by_file = corpus.diagnostics_by_file()
+        url = self.settings.code_docs_url
+        for path, diags in by_file.items():
+            key = tuple((d.code, d.span, d.message, d.severity) for d in diags)
+            uri = convert.path_to_uri(path)
+            if self.published.get(uri) == key:
+                continue
+            self.published[uri] = key
+            st = corpus.files.get(path)
+            version = st.version if st is not None and st.is_open else None
+            self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+                uri=uri, version=version, diagnostics=[convert.diagnostic(d, self.text_of, url) for d in diags]))
+
+    def publish_all(self) -> None:
+        for c in self.ws.corpora:
+            self.publish(c)
+
+    def after_edit(self, corpus: Corpus, path: str) -> None:
+        if self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py"):
+            self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path])))
+        if self.settings.lint:
+            loop = asyncio.get_event_loop()
+            old = self.lint_timers.pop(id(corpus), None)
+            if old is not None:
+                old.cancel()
+            self.lint_timers[id(corpus)] = loop.call_later(self.settings.lint_delay_ms / 1000,
+                                                           lambda: self.spawn(self.run_lint(corpus)))
+
+    def spawn(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self.test_tasks.add(task)
+        task.add_done_callback(self.test_tasks.discard)
+        return task
+
+    async def run_tests(self, corpus: Corpus, job) -> dict[str, Any]:
+        loop = asyncio.get_event_loop()
+        results, cache = await loop.run_in_executor(None, job.run)
+        corpus.apply_tests(job, results, cache)
+        self.publish(corpus)
+        self.refresh_lenses()
+        flat = [r for rs in results.values() for r in rs]
+        failed = [r for r in flat if not r.passed]
+        return {"passed": len(flat) - len(failed), "failed": len(failed), "total": len(flat),
+                "failures": [{"name": r.name, "message": r.diagnostic().message,
+                              "file": r.span.file if r.span else None, "line": r.span.line if r.span else None}
+                             for r in failed[:50]]}
+
+    async def run_lint(self, corpus: Corpus) -> None:
+        job = corpus.lint_job()
+        if job is None:
+            return
+        loop = asyncio.get_event_loop()
+        diags = await loop.run_in_executor(None, job.run)
+        corpus.apply_lint(job, diags)
+        self.publish(corpus)
+
+    def refresh_lenses(self) -> None:
+        if self.lens_refresh:
+            try:
+                self.workspace_code_lens_refresh(None)
+            except Exception:  # noqa: BLE001 - a client that refuses the refresh still works
+                pass
+
+    def show(self, message: str, kind: T.MessageType = T.MessageType.Warning) -> None:
+        self.window_show_message(T.ShowMessageParams(type=kind, message=message))
+
+
+server = RulekitLanguageServer()
+
+
+# ---- lifecycle and documents ---------------------------------------------------------------
+
+@server.feature(T.INITIALIZE)
+def initialize(ls: RulekitLanguageServer, params: T.InitializeParams) -> None:
+    ls.settings, ls.setting_problems = parse_settings(params.initialization_options)
+    roots = []
+    for f in params.workspace_folders or []:
+        p = convert.uri_to_path(f.uri)
+        if p:
+            roots.append(p)
+    if not roots and params.root_uri:
+        p = convert.uri_to_path(params.root_uri)
+        if p:
+            roots.append(p)
+    if not roots and params.root_path:
+        roots.append(params.root_path)
+    ws_caps = params.capabilities.workspace
+    ls.lens_refresh = bool(ws_caps and ws_caps.code_lens and ws_caps.code_lens.refresh_support)
+    ls.ws.configure(roots, ls.settings)
+
+
+@server.feature(T.INITIALIZED)
+def initialized(ls: RulekitLanguageServer, params: T.InitializedParams) -> None:
+    for p in ls.setting_problems:
+        ls.show(p)
+    ls.publish_all()
+
+
+@server.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: RulekitLanguageServer, params: T.DidChangeConfigurationParams) -> None:
+    settings, problems = parse_settings(params.settings, ls.settings)
+    for p in problems:
+        ls.show(p)
+    if settings != ls.settings:
+        ls.settings = settings
+        ls.ws.configure(ls.ws.roots, settings)
+        ls.published.clear()
+        ls.publish_all()
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: RulekitLanguageServer, params: T.DidOpenTextDocumentParams) -> None:
+    td = params.text_document
+    path = convert.uri_to_path(td.uri)
+    if path is None:
+        return
+    c = ls.ws.open(path, td.text, td.version)
+    if c is not None:
+        ls.publish(c)
+        ls.after_edit(c, path)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: RulekitLanguageServer, params: T.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    old = ls.pending.pop(uri, None)
+    if old is not None:
+        old.cancel()
+
+    def fire() -> None:
+        ls.pending.pop(uri, None)
+        ls._apply_change(uri)
+
+    ls.pending[uri] = asyncio.get_event_loop().call_later(ls.settings.debounce_ms / 1000, fire)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: RulekitLanguageServer, params: T.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    path = convert.uri_to_path(uri)
+    if path is None:
+        return
+    ls.flush(uri)
+    c = ls.ws.save(path, ls.doc_text(uri))
+    if c is not None:
+        ls.publish(c)
+
+
+@server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    path = convert.uri_to_path(uri)
+    h = ls.pending.pop(uri, None)
+    if h is not None:
+        h.cancel()
+    if path is not None:
+        ls.ws.close(path)
+        c = ls.ws.corpus_for(path, create=False)
+        if c is not None:
+            ls.publish(c)
+
+
+# ---- language features -----------------------------------------------------------------------
+
+@server.feature(T.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: RulekitLanguageServer, params: T.HoverParams) -> T.Hover | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    line, col = ls.position(params.text_document.uri, params.position)
+    return convert.hover(hover.hover(c, path, line, col), ls.doc_text(params.text_document.uri))
+
+
+@server.feature(T.TEXT_DOCUMENT_DEFINITION)
+def on_definition(ls: RulekitLanguageServer, params: T.DefinitionParams) -> list[T.Location] | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    line, col = ls.position(params.text_document.uri, params.position)
+    return [convert.location(s, ls.text_of) for s in navigation.definition(c, path, line, col)] or None
+
+
+@server.feature(T.TEXT_DOCUMENT_REFERENCES)
+def on_references(ls: RulekitLanguageServer, params: T.ReferenceParams) -> list[T.Location] | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    line, col = ls.position(params.text_document.uri, params.position)
+    spans = navigation.references(c, path, line, col, params.context.include_declaration)
+    return [convert.location(s, ls.text_of) for s in spans] or None
+
+
+@server.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
+def on_prepare_rename(ls: RulekitLanguageServer, params: T.PrepareRenameParams):
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    line, col = ls.position(params.text_document.uri, params.position)
+    got = navigation.prepare_rename(c, path, line, col)
+    if got is None:
+        return None
+    span, placeholder = got
+    return T.PrepareRenamePlaceholder(range=convert.to_range(span, ls.doc_text(params.text_document.uri)),
+                                      placeholder=placeholder)
+
+
+@server.feature(T.TEXT_DOCUMENT_RENAME)
+def on_rename(ls: RulekitLanguageServer, params: T.RenameParams) -> T.WorkspaceEdit | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    line, col = ls.position(params.text_document.uri, params.position)
+    edits = navigation.rename(c, path, line, col, params.new_name)
+    if isinstance(edits, str):
+        ls.show(f"rename: {edits}")
+        return None
+    return convert.workspace_edit(edits, ls.text_of)
+
+
+@server.feature(T.TEXT_DOCUMENT_COMPLETION,
+                T.CompletionOptions(trigger_characters=['"', "'", "[", ".", " ", ","]))
+def on_completion(ls: RulekitLanguageServer, params: T.CompletionParams) -> T.CompletionList | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    text = ls.doc_text(params.text_document.uri)
+    line, col = convert.from_position(text, params.position)
+    return convert.completion(completion_mod.complete(c, path, text, line, col))
+
+
+@server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def on_document_symbol(ls: RulekitLanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol] | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    text = ls.doc_text(params.text_document.uri)
+    return [convert.document_symbol(s, text) for s in symbols.document_symbols(c, path)]
+
+
+@server.feature(T.WORKSPACE_SYMBOL)
+def on_workspace_symbol(ls: RulekitLanguageServer, params: T.WorkspaceSymbolParams) -> list[T.WorkspaceSymbol]:
+    return [convert.workspace_symbol(s, ls.text_of) for s in symbols.workspace_symbols(ls.ws.corpora, params.query)]
+
+
+@server.feature(T.TEXT_DOCUMENT_FORMATTING)
+def on_formatting(ls: RulekitLanguageServer, params: T.DocumentFormattingParams) -> list[T.TextEdit] | None:
+    path = convert.uri_to_path(params.text_document.uri)
+    if path is None:
+        return None
+    text = ls.doc_text(params.text_document.uri)
+    return [convert.text_edit(e, text) for e in editing.format_document(path, text)]
+
+
+@server.feature(T.TEXT_DOCUMENT_CODE_ACTION,
+                T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, T.CodeActionKind.RefactorRewrite]))
+def on_code_action(ls: RulekitLanguageServer, params: T.CodeActionParams) -> list[T.CodeAction] | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    span = convert.from_range(path, ls.doc_text(params.text_document.uri), params.range)
+    return [convert.code_action(a, ls.text_of, ls.settings.code_docs_url)
+            for a in editing.code_actions(c, path, span)]
+
+
+@server.feature(T.TEXT_DOCUMENT_CODE_LENS)
+def on_code_lens(ls: RulekitLanguageServer, params: T.CodeLensParams) -> list[T.CodeLens] | None:
+    loc = ls.located(params.text_document.uri)
+    if loc is None:
+        return None
+    c, path = loc
+    text = ls.doc_text(params.text_document.uri)
+    return [convert.code_lens(x, text) for x in lens.code_lenses(c, path, params.text_document.uri)]
+
+
+@server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                T.SemanticTokensLegend(token_types=list(TOKEN_TYPES), token_modifiers=list(TOKEN_MODIFIERS)))
+def on_semantic_tokens(ls: RulekitLanguageServer, params: T.SemanticTokensParams) -> T.SemanticTokens:
+    uri = params.text_document.uri
+    path = convert.uri_to_path(uri)
+    text = ls.doc_text(uri)
+    if path is None or file_kind(path) != "rule":
+        return T.SemanticTokens(data=[])
+    loc = ls.located(uri)
+    module = loc[0].files[path].module if loc else None
+    return convert.semantic_tokens(tokens.dsl_tokens(text, module), text)
+
+
+@server.feature(T.TEXT_DOCUMENT_INLAY_HINT)
+def on_inlay_hint(ls: RulekitLanguageServer, params: T.InlayHintParams) -> list[T.InlayHint] | None:
+    uri = params.text_document.uri
+    path = convert.uri_to_path(uri)
+    if path is None or not inlay.is_sample_log(path, ls.settings.example_folders):
+        return None
+    text = ls.doc_text(uri)
+    corpus = ls.ws.corpus_near(path)
+    first, _ = convert.from_position(text, params.range.start)
+    last, _ = convert.from_position(text, params.range.end)
+    return [convert.inlay_hint(h, text) for h in inlay.inlay_hints(corpus, path, text, first, last)]
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+def _arg(args: tuple, key: str) -> Any:
+    for a in args:
+        if isinstance(a, dict) and key in a:
+            return a[key]
+    return None
+
+
+@server.command(lens.RUN_TESTS)
+async def cmd_run_tests(ls: RulekitLanguageServer, *args: Any) -> dict[str, Any]:
+    """Run the inline tests of one rule (`rule`) or of one file (`uri`), job tests included."""
+    uri = _arg(args, "uri")
+    path = convert.uri_to_path(uri) if isinstance(uri, str) else None
+    c = ls.ws.corpus_for(path, create=False) if path else None
+    if c is None:
+        return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "not a rule file of the workspace"}
+    if isinstance(uri, str):
+        ls.flush(uri)
+    rule = _arg(args, "rule")
+    job = c.test_job(paths=[path], rule=rule if isinstance(rule, str) else None, jobs=True)
+    return await ls.run_tests(c, job)
+
+
+@server.command(lens.RUN_ALL_TESTS)
+async def cmd_run_all_tests(ls: RulekitLanguageServer, *args: Any) -> dict[str, Any]:
+    """Run every inline and job-level test of every corpus in the workspace."""
+    total = {"passed": 0, "failed": 0, "total": 0, "failures": []}
+    for c in list(ls.ws.corpora):
+        got = await ls.run_tests(c, c.test_job(paths=None, jobs=True))
+        for k in ("passed", "failed", "total"):
+            total[k] += got[k]
+        total["failures"] += got["failures"]
+    ls.show(f"rulekit: {total['passed']}/{total['total']} tests passed"
+            + (f", {total['failed']} failed" if total["failed"] else ""),
+            T.MessageType.Info if not total["failed"] else T.MessageType.Warning)
+    return total
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Start on stdio (default) or TCP; logs go to stderr, never stdout."""
+    logging.basicConfig(level=logging.WARNING)
+    server.start_io()
+
+
+if __name__ == "__main__":
+    main()

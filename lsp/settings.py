@@ -1,0 +1,87 @@
+"""Typed initialization options of the language server, with defaults.
+
+`parse_settings(raw)` turns whatever the client sent (`initializationOptions`
+or `workspace/didChangeConfiguration` settings, optionally under a "rulekit"
+key) into a frozen `Settings` plus a list of problems; an invalid value keeps
+its default and produces a problem message (shown to the user), never a
+failure.  Pure: no I/O, no LSP types.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Settings:
+    # rule folders forming one corpus (absolute, or relative to the workspace root);
+    # empty: every folder under the workspace root that holds rule files is its own corpus
+    rule_folders: tuple[str, ...] = ()
+    # delay between the last keystroke and re-analysis of a document
+    debounce_ms: int = 200
+    # run the inline tests of an edited file's rules in the background
+    run_tests_on_change: bool = True
+    # run lint (overlap, broad, weak key ...) after the document has been idle for lint_delay_ms
+    lint: bool = True
+    lint_delay_ms: int = 1500
+    # benign log sample for lint (None: the package's sample)
+    sample_log: str | None = None
+    # folder names whose *.log files get "which rule matched" inlay hints
+    example_folders: tuple[str, ...] = ("examples",)
+    # template for codeDescription links ({code} is replaced); empty: no link
+    code_docs_url: str = ""
+
+
+_ALIASES = {  # camelCase (what editors send) -> field name
+    "ruleFolders": "rule_folders", "debounceMs": "debounce_ms", "runTestsOnChange": "run_tests_on_change",
+    "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "exampleFolders": "example_folders",
+    "codeDocsUrl": "code_docs_url",
+}
+
+
+def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON value; problems for every value that was ignored."""
+    settings = base or Settings()
+    problems: list[str] = []
+    if raw is None:
+        return settings, problems
+    if not isinstance(raw, dict):
+        return settings, [f"rulekit settings must be an object, got {type(raw).__name__}; using defaults"]
+    if isinstance(raw.get("rulekit"), dict):
+        raw = raw["rulekit"]
+    known = {f.name: f for f in fields(Settings)}
+    changes: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _ALIASES.get(key, key)
+        if name not in known:
+            problems.append(f"unknown rulekit setting `{key}` (known: {', '.join(sorted(_ALIASES))})")
+            continue
+        default = getattr(Settings(), name)
+        ok, conv = _convert(value, default, name)
+        if ok:
+            changes[name] = conv
+        else:
+            problems.append(f"rulekit setting `{key}`: {conv}; using the default {default!r}")
+    return replace(settings, **changes), problems
+
+
+def _convert(value: Any, default: Any, name: str) -> tuple[bool, Any]:
+    if isinstance(default, bool):
+        return (True, value) if isinstance(value, bool) else (False, f"expected true/false, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 60_000:
+            return True, value
+        return False, f"expected an integer 0..60000, got {value!r}"
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return True, tuple(value)
+        return False, f"expected a list of strings, got {value!r}"
+    if name == "sample_log":
+        if value is None or isinstance(value, str):
+            return True, value or None
+        return False, f"expected a path string, got {value!r}"
+    if isinstance(default, str):
+        return (True, value) if isinstance(value, str) else (False, f"expected a string, got {value!r}")
+    return False, "unsupported value"

@@ -1,0 +1,583 @@
+"""The workspace index: rule folders, their files, and incremental analysis.
+
+A `Workspace` holds one or more `Corpus` objects (a corpus = the rule folders
+`rulekit check` would be given together: the folders named in the settings,
+else each auto-detected folder that holds rule files).  A `Corpus` keeps one
+`FileState` per rule file (text, parsed RuleSet, front-end diagnostics, static
+name occurrences) and re-parses only the file an edit touches; the cross-file
+validation (names, dependencies, symptoms, regexes) reuses every other file's
+parsed RuleSet and the loader's own `validate()` with memoized regex checks.
+
+Python plugin files are indexed statically (`ast`, never executed) on every
+change; they are executed through the loader's `exec_plugin` only when opened,
+saved, or at the initial load.  Inline tests and lint run on snapshots (`TestJob`,
+`LintJob`) that the server executes off the event loop.
+
+Pure of the LSP: no lsprotocol types, no 0-based positions.  Reads rule files
+from disk for files not open in the editor.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+import rulekit.loader as _loader
+from rulekit import dsl
+from rulekit.diagnostics import Diagnostic, Span
+from rulekit.dsl.compiler import compile_module
+from rulekit.engine import RuleEngine
+from rulekit.model import RuleSet
+from rulekit.regex import check_pattern as _check_pattern
+from rulekit.regex import group_names as _group_names
+from rulekit.registry import SymptomRegistry
+from rulekit.testing import TestResult, run_job_test, run_line_test
+from rulekit.toml_frontend import parse_job_tests, parse_rules
+from rulekit_lsp.occurrences import ALIAS, DEF, REF, RULE, STR, SYMPTOM, Occurrence, occurrences
+from rulekit_lsp.settings import Settings
+
+# The loader's regex checks are pure functions of the pattern text; memoize them in
+# this process so re-validating a corpus after an edit only pays for new patterns.
+_loader.check_pattern = lru_cache(maxsize=None)(_check_pattern)  # type: ignore[assignment]
+_loader.group_names = lru_cache(maxsize=None)(_group_names)  # type: ignore[assignment]
+
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
+             "dist", ".tox", "site-packages"}
+_RULE_TOML = re.compile(r"^\s*\[\[\s*(symptom|extractor|family|catalog|outcome_rule|case)\s*\]\]", re.M)
+
+
+def file_kind(path: str) -> str:
+    name = os.path.basename(path)
+    if name.endswith(".test.toml"):
+        return "tests"
+    if name.endswith(".toml"):
+        return "toml"
+    if name.endswith(".rule"):
+        return "rule"
+    if name.endswith(".py"):
+        return "py"
+    if name.endswith(".log"):
+        return "log"
+    return "other"
+
+
+def is_rule_path(path: str) -> bool:
+    return file_kind(path) in ("toml", "rule", "py", "tests") and not os.path.basename(path).startswith("_")
+
+
+@dataclass
+class FileState:
+    path: str
+    kind: str
+    text: str
+    version: int | None = None
+    is_open: bool = False
+    ruleset: RuleSet = field(default_factory=RuleSet)
+    diags: list[Diagnostic] = field(default_factory=list)  # front-end diagnostics
+    occ: list[Occurrence] = field(default_factory=list)
+    module: object | None = None  # DSL AST
+    py_tree: ast.AST | None = None
+    executed_text: str | None = None  # the Python text last executed
+
+
+@dataclass
+class Analysis:
+    """The result of analysing a corpus once: merged RuleSet, registry, diagnostics."""
+
+    ruleset: RuleSet
+    registry: SymptomRegistry
+    diagnostics: list[Diagnostic]
+    rules: dict[str, object]
+    texts: dict[str, str]
+
+
+class Corpus:
+    def __init__(self, folders: Iterable[str | Path], settings: Settings | None = None):
+        self.folders = [str(Path(f).resolve()) for f in folders]
+        self.settings = settings or Settings()
+        self.files: dict[str, FileState] = {}
+        self.folder_diags: list[Diagnostic] = []
+        self.analysis: Analysis | None = None
+        self.test_cache: dict[tuple, TestResult] = {}  # content key -> result (span of when it ran)
+        self.results: dict[str, list[TestResult]] = {}  # rule name / case name -> current results
+        self.slow: dict[str, list[Diagnostic]] = {}  # path -> lint diagnostics (dropped when the file changes)
+        self.lint_generation = 0
+        self._index: dict[tuple[str, str], list[tuple[str, Occurrence]]] | None = None
+        self.load()
+
+    # ---- files -----------------------------------------------------------------------
+    def contains(self, path: str) -> bool:
+        return os.path.dirname(path) in self.folders
+
+    def order(self) -> list[str]:
+        """Files in the loader's order: per folder, sorted rule files, then *.test.toml."""
+        out = []
+        for folder in self.folders:
+            mine = [p for p in self.files if os.path.dirname(p) == folder]
+            out += sorted((p for p in mine if self.files[p].kind != "tests"), key=os.path.basename)
+            out += sorted((p for p in mine if self.files[p].kind == "tests"), key=os.path.basename)
+        return out
+
+    def load(self) -> None:
+        self.folder_diags = []
+        for folder in self.folders:
+            fp = Path(folder)
+            if not fp.is_dir():
+                self.folder_diags.append(Diagnostic("RK001", f"rule path `{folder}` does not exist or is not a folder",
+                                                    Span(folder, 1, 1)))
+                continue
+            entries = sorted(f for f in fp.iterdir() if f.is_file())
+            rule_files = [f for f in entries if is_rule_path(str(f)) and file_kind(str(f)) != "tests"]
+            if not rule_files and not any(f.name.endswith(".test.toml") for f in entries):
+                self.folder_diags.append(Diagnostic("RK005", f"`{fp}` holds no rule files (*.toml, *.rule, *.py)",
+                                                    Span(folder, 1, 1)))
+            for f in entries:
+                if is_rule_path(str(f)) and str(f) not in self.files:
+                    try:
+                        text = f.read_bytes().decode("utf-8")
+                    except (OSError, UnicodeDecodeError) as e:
+                        self.folder_diags.append(Diagnostic("RK001", f"cannot read `{f.name}`: {e}", Span(str(f), 1, 1)))
+                        continue
+                    self.update(str(f), text, execute=True)
+
+    def update(self, path: str, text: str, version: int | None = None, execute: bool = False) -> FileState:
+        """Re-parse one file (the only work an edit costs besides cross-file validation)."""
+        kind = file_kind(path)
+        st = self.files.get(path)
+        if st is None:
+            st = self.files[path] = FileState(path, kind, text)
+        st.text, st.version = text, version
+        self.slow.pop(path, None)
+        self.analysis = None
+        self._index = None
+        if kind == "toml":
+            st.ruleset, st.diags = parse_rules(text, path)
+        elif kind == "tests":
+            cases, st.diags = parse_job_tests(text, path)
+            st.ruleset = RuleSet(job_tests=list(cases))
+        elif kind == "rule":
+            st.module, syn = dsl.parse_ast(text, path)
+            rs, more = compile_module(st.module, path)
+            if syn:  # as rulekit.dsl.parse_file: a broken declaration's semantic complaints are noise
+                broken = [(i.span.line, i.span.end_line) for i in st.module.items  # type: ignore[attr-defined]
+                          if any(i.span.line <= d.span.line <= i.span.end_line for d in syn if d.span)]
+                more = [d for d in more if not d.span or not any(a <= d.span.line <= b for a, b in broken)]
+            st.ruleset, st.diags = rs, syn + more
+        elif kind == "py":
+            self._update_python(st, execute)
+        st.occ = self._occurrences(st)
+        return st
+
+    def _update_python(self, st: FileState, execute: bool) -> None:
+        try:
+            st.py_tree = ast.parse(st.text, st.path)
+            syntax = None
+        except SyntaxError as e:
+            st.py_tree = None
+            line, col = e.lineno or 1, e.offset or 1
+            syntax = Diagnostic("RK004", f"syntax error in plugin: {e.msg}", Span(st.path, line, col, line, col + 1))
+        except ValueError as e:  # e.g. null bytes
+            st.py_tree = None
+            syntax = Diagnostic("RK004", f"syntax error in plugin: {e}", Span(st.path, 1, 1, 1, 2))
+        if execute and st.executed_text != st.text:
+            st.ruleset, st.diags = self.execute_plugin(st.path, st.text)
+            st.executed_text = st.text
+        elif st.executed_text != st.text:
+            # not executed since the last change: keep its last rules; report only what static parsing sees
+            st.diags = [syntax] if syntax else [d for d in st.diags if d.code != "RK004" or "syntax" not in d.message]
+
+    def execute_plugin(self, path: str, text: str) -> tuple[RuleSet, list[Diagnostic]]:
+        folder = Path(path).parent
+        pkg = _loader._package_for(folder)
+        return _loader.exec_plugin(Path(path), pkg, text)
+
+    def _occurrences(self, st: FileState) -> list[Occurrence]:
+        try:
+            if st.kind == "rule":
+                from rulekit_lsp.occurrences import dsl_occurrences
+                return dsl_occurrences(st.text, st.path, st.module)
+            if st.kind == "py":
+                from rulekit_lsp.occurrences import python_occurrences
+                return python_occurrences(st.text, st.path, st.py_tree) if st.py_tree is not None else []
+            return occurrences(st.text, st.path)
+        except Exception:  # an index that cannot be built is empty, never a crash
+            return []
+
+    def remove(self, path: str) -> None:
+        if self.files.pop(path, None) is not None:
+            self.analysis = None
+            self._index = None
+
+    # ---- analysis --------------------------------------------------------------------
+    def analyze(self) -> Analysis:
+        """Cross-file validation over the current texts (as `load_corpus` does, but
+        reusing every file's parsed RuleSet)."""
+        if self.analysis is not None:
+            return self.analysis
+        rs = RuleSet()
+        texts: dict[str, str] = {}
+        plugin_texts: list[str] = []
+        diags = list(self.folder_diags)
+        for p in self.order():
+            st = self.files[p]
+            rs.extend(st.ruleset)
+            texts[p] = st.text
+            diags.extend(st.diags)
+            if st.kind == "py":
+                plugin_texts.append(st.executed_text if st.executed_text is not None else st.text)
+        registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
+        diags.extend(_loader.validate(rs, registry, plugin_texts))
+        diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
+        diags = _loader.apply_suppressions(diags, texts)
+        rules: dict[str, object] = {}
+        for r in rs.rules:
+            rules.setdefault(r.name, r)
+        self.analysis = Analysis(rs, registry, sorted(diags, key=Diagnostic.sort_key), rules, texts)
+        return self.analysis
+
+    def diagnostics_by_file(self) -> dict[str, list[Diagnostic]]:
+        """Everything to publish: analysis + lint (slow) + failing tests, per file."""
+        a = self.analyze()
+        out: dict[str, list[Diagnostic]] = {p: [] for p in self.files}
+        seen: set[tuple] = set()
+
+        def add(d: Diagnostic) -> None:
+            if d.span is None:
+                return
+            key = (d.code, d.span, d.message)
+            if key in seen:
+                return
+            seen.add(key)
+            out.setdefault(d.span.file, []).append(d)
+
+        for d in a.diagnostics:
+            add(d)
+        for ds in self.slow.values():
+            for d in ds:
+                add(d)
+        for rs in self.results.values():
+            for r in rs:
+                if not r.passed and r.span is not None and r.span.file in self.files:
+                    add(r.diagnostic())
+        return out
+
+    # ---- name index ----------------------------------------------------------------------
+    def index(self) -> dict[tuple[str, str], list[tuple[str, Occurrence]]]:
+        """(kind, name) -> every occurrence across the corpus, definitions first."""
+        if self._index is not None:
+            return self._index
+        a = self.analyze()
+        symptoms = set(a.registry.names()) | set(a.registry.aliases())
+        rules = set(a.rules)
+        idx: dict[tuple[str, str], list[tuple[str, Occurrence]]] = {}
+        for p in self.order():
+            for o in self.files[p].occ:
+                kind = o.kind
+                if o.role == STR:
+                    kind = SYMPTOM if o.name in symptoms else RULE if o.name in rules else None
+                if kind is None:
+                    continue
+                idx.setdefault((kind, o.name), []).append((p, o))
+        for v in idx.values():
+            v.sort(key=lambda po: 0 if po[1].role in (DEF, ALIAS) else 1)
+        self._index = idx
+        return idx
+
+    def occurrence_at(self, path: str, line: int, col: int) -> tuple[str, Occurrence] | None:
+        """The indexed (kind, occurrence) under a position (col may sit just after the name)."""
+        st = self.files.get(path)
+        if st is None:
+            return None
+        a = self.analyze()
+        symptoms = set(a.registry.names()) | set(a.registry.aliases())
+        for o in st.occ:
+            s = o.span
+            if s.line == line and s.col <= col <= s.end_col:
+                kind = o.kind
+                if o.role == STR:
+                    kind = SYMPTOM if o.name in symptoms else RULE if o.name in a.rules else None
+                if kind is not None:
+                    return kind, o
+        return None
+
+    # ---- tests -----------------------------------------------------------------------------
+    def test_job(self, paths: Iterable[str] | None = None, rule: str | None = None, jobs: bool = False) -> "TestJob":
+        """A snapshot of the tests to run: the rules defined in `paths` (all when None),
+        or one rule; `jobs` adds the job-level cases of those files."""
+        a = self.analyze()
+        wanted = set(paths) if paths is not None else None
+        rules = [r for r in a.ruleset.rules if getattr(r, "tests", ())
+                 and (rule is None or r.name == rule or r.name.split("[")[0] == rule)
+                 and (wanted is None or r.span.file in wanted)]
+        cases = [c for c in a.ruleset.job_tests if jobs and rule is None
+                 and (wanted is None or (c.span is not None and c.span.file in wanted))]
+        return TestJob(a.ruleset, a.registry, rules, cases, dict(self.test_cache))
+
+    def apply_tests(self, job: "TestJob", results: dict[str, list[TestResult]], cache: dict[tuple, TestResult]) -> None:
+        self.test_cache.update(cache)
+        self.results.update(results)
+
+    def test_summary(self, names: Iterable[str]) -> tuple[int, int, int] | None:
+        """(passed, failed, total) over the current results of these rules/cases; None: never run."""
+        got = [r for n in names for r in self.results.get(n, [])]
+        if not got:
+            return None
+        passed = sum(r.passed for r in got)
+        return passed, len(got) - passed, len(got)
+
+    # ---- lint ------------------------------------------------------------------------------
+    def lint_job(self) -> "LintJob | None":
+        a = self.analyze()
+        self.lint_generation += 1
+        return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log)
+
+    def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> None:
+        if job.generation != self.lint_generation:
+            return  # an edit happened since: stale
+        by_file: dict[str, list[Diagnostic]] = {}
+        known = {(d.code, d.span, d.message) for d in self.analyze().diagnostics}
+        for d in diags:
+            if d.span is not None and (d.code, d.span, d.message) not in known:
+                by_file.setdefault(d.span.file, []).append(d)
+        self.slow = by_file
+        self.analysis = self.analysis  # unchanged
+
+
+def _rule_key(rule) -> tuple:
+    e = getattr(rule, "emit", None)
+    emit = (e.type, e.symptom, e.node, e.fields) if e is not None else None
+    return (getattr(rule, "match_re", None), emit, getattr(rule, "sources", ()), getattr(rule, "formats", ()),
+            getattr(rule, "lookup", ()), getattr(rule, "origin", None), rule.name)
+
+
+def _test_key(rule, t, aliases: dict[str, str]) -> tuple:
+    return (_rule_key(rule), t.line, t.expect, t.symptom, t.node, t.captures, t.source, t.format,
+            aliases.get(t.symptom or "", None))
+
+
+@dataclass
+class TestJob:
+    """Inline/job tests to run off the event loop, on an immutable snapshot."""
+
+    ruleset: RuleSet
+    registry: SymptomRegistry
+    rules: list
+    cases: list
+    cache: dict[tuple, TestResult]
+
+    def run(self) -> tuple[dict[str, list[TestResult]], dict[tuple, TestResult]]:
+        from dataclasses import replace
+
+        results: dict[str, list[TestResult]] = {}
+        new_cache: dict[tuple, TestResult] = {}
+        try:
+            engine = RuleEngine(self.ruleset, self.registry)
+        except Exception as e:  # a corpus that cannot even be organised: every test is an error
+            for r in self.rules:
+                results[r.name] = [TestResult("line", f"{r.name} #{i + 1}", False, t.span, r.name,
+                                              error=f"could not build the rule engine: {e}") for i, t in enumerate(r.tests)]
+            return results, new_cache
+        aliases = self.registry.aliases()
+        for r in self.rules:
+            out = []
+            for i, t in enumerate(r.tests):
+                key = _test_key(r, t, aliases)
+                res = self.cache.get(key)
+                if res is None:
+                    try:
+                        res = run_line_test(engine, r, t, i)
+                    except Exception as e:  # noqa: BLE001 - a test that cannot run is a result
+                        res = TestResult("line", f"{r.name} #{i + 1}", False, t.span, r.name,
+                                         error=f"could not run: {type(e).__name__}: {e}")
+                    new_cache[key] = res
+                out.append(replace(res, span=t.span, name=f"{r.name} #{i + 1}"))
+            results[r.name] = out
+        for c in self.cases:
+            try:
+                res = run_job_test(engine, c)
+            except Exception as e:  # noqa: BLE001
+                res = TestResult("job", c.name, False, c.span, error=f"could not run: {type(e).__name__}: {e}")
+            results.setdefault(c.name, []).append(res)
+        return results, new_cache
+
+
+@dataclass
+class LintJob:
+    generation: int
+    analysis: Analysis
+    files: list[str]
+    sample_log: str | None
+
+    def run(self) -> list[Diagnostic]:
+        """Lint through `rulekit.analysis.lint_corpus` when that module exists; else nothing."""
+        try:
+            from rulekit.analysis import lint_corpus  # type: ignore[attr-defined]
+        except ImportError:
+            try:
+                from rulekit.analysis.lint import lint_corpus  # type: ignore[no-redef]
+            except ImportError:
+                return []
+        a = self.analysis
+        try:
+            engine = RuleEngine(a.ruleset, a.registry)
+        except Exception:  # noqa: BLE001
+            engine = None
+        load_result = _loader.LoadResult(engine, list(a.diagnostics), a.ruleset, [Path(p) for p in self.files],
+                                         dict(a.texts))
+        sample = None
+        if self.sample_log:
+            try:
+                sample = Path(self.sample_log).read_bytes()
+            except OSError:
+                sample = None
+        try:
+            return list(lint_corpus(load_result, sample=sample) if sample is not None else lint_corpus(load_result))
+        except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
+            return []
+
+
+# ---- the workspace -------------------------------------------------------------------------
+
+def detect_rule_folders(root: str | Path, max_depth: int = 4) -> list[str]:
+    """Folders under root holding rule files (a `.rule` file, a TOML file with rule
+    tables, a `*.test.toml`, or a Python file importing rulekit.plugin)."""
+    found: list[str] = []
+    root = Path(root).resolve()
+    base_depth = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        if len(Path(dirpath).parts) - base_depth >= max_depth:
+            dirnames[:] = []
+        if Path(dirpath).name == "common":
+            continue
+        for fn in sorted(filenames):
+            p = os.path.join(dirpath, fn)
+            if _looks_like_rules(p):
+                found.append(str(Path(dirpath).resolve()))
+                break
+    return found
+
+
+def _looks_like_rules(p: str) -> bool:
+    kind = file_kind(p)
+    if kind in ("rule", "tests"):
+        return True
+    if kind not in ("toml", "py") or os.path.basename(p).startswith("_"):
+        return False
+    try:
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            head = fh.read(200_000)
+    except OSError:
+        return False
+    if kind == "toml":
+        return bool(_RULE_TOML.search(head))
+    return "rulekit.plugin" in head
+
+
+class Workspace:
+    def __init__(self, settings: Settings | None = None):
+        self.settings = settings or Settings()
+        self.roots: list[str] = []
+        self.corpora: list[Corpus] = []
+        self._bundled: Corpus | None = None
+
+    def configure(self, roots: Iterable[str], settings: Settings | None = None) -> None:
+        if settings is not None:
+            self.settings = settings
+        self.roots = [str(Path(r).resolve()) for r in roots]
+        open_texts = {p: st for c in self.corpora for p, st in c.files.items() if st.is_open}
+        self.corpora = []
+        if self.settings.rule_folders:
+            folders = []
+            for f in self.settings.rule_folders:
+                fp = Path(f)
+                if not fp.is_absolute() and self.roots:
+                    fp = Path(self.roots[0]) / fp
+                folders.append(str(fp.resolve()))
+            self.corpora.append(Corpus(folders, self.settings))
+        else:
+            for r in self.roots:
+                for folder in detect_rule_folders(r):
+                    self.corpora.append(Corpus([folder], self.settings))
+        for p, st in open_texts.items():
+            self.open(p, st.text, st.version)
+
+    def corpus_for(self, path: str, create: bool = True) -> Corpus | None:
+        for c in self.corpora:
+            if c.contains(path):
+                return c
+        if create and is_rule_path(path) and Path(path).parent.name != "common":
+            c = Corpus([str(Path(path).parent)], self.settings)
+            self.corpora.append(c)
+            return c
+        return None
+
+    def corpus_near(self, path: str) -> Corpus:
+        """The corpus whose folder shares the longest path prefix with path (sample logs)."""
+        best, best_len = None, -1
+        for c in self.corpora:
+            for f in c.folders:
+                n = len(os.path.commonpath([f, path]))
+                if n > best_len:
+                    best, best_len = c, n
+        if best is not None:
+            return best
+        if self._bundled is None:
+            self._bundled = Corpus([str(_loader.bundled_rules_path())], self.settings)
+        return self._bundled
+
+    def open(self, path: str, text: str, version: int | None = None) -> Corpus | None:
+        c = self.corpus_for(path)
+        if c is None:
+            return None
+        st = c.update(path, text, version, execute=True)
+        st.is_open = True
+        return c
+
+    def change(self, path: str, text: str, version: int | None = None) -> Corpus | None:
+        c = self.corpus_for(path)
+        if c is None:
+            return None
+        st = c.update(path, text, version, execute=False)
+        st.is_open = True
+        return c
+
+    def save(self, path: str, text: str | None = None) -> Corpus | None:
+        c = self.corpus_for(path)
+        if c is None:
+            return None
+        st = c.files.get(path)
+        if text is None:
+            text = st.text if st else Path(path).read_text(encoding="utf-8", errors="replace")
+        c.update(path, text, st.version if st else None, execute=True).is_open = bool(st and st.is_open)
+        return c
+
+    def close(self, path: str) -> None:
+        c = self.corpus_for(path, create=False)
+        if c is None or path not in c.files:
+            return
+        c.files[path].is_open = False
+        try:  # back to the saved text
+            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
+        except (OSError, UnicodeDecodeError):
+            c.remove(path)
+
+    def text_of(self, path: str) -> str | None:
+        for c in (*self.corpora, *([self._bundled] if self._bundled else [])):
+            st = c.files.get(path)
+            if st is not None:
+                return st.text
+        try:
+            return Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def file(self, path: str) -> tuple[Corpus, FileState] | None:
+        c = self.corpus_for(path, create=False)
+        if c is None or path not in c.files:
+            return None
+        return c, c.files[path]

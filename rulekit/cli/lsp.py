@@ -1,0 +1,24 @@
+"""`rulekit lsp`: start the language server (stdio by default, or `--tcp HOST:PORT`).
+
+Imports the server package lazily, so the rest of the CLI never loads pygls."""
+from __future__ import annotations
+
+import typer
+
+from rulekit.cli.app import app
+
+
+@app.command("lsp")
+def lsp(tcp: str = typer.Option(None, "--tcp", metavar="HOST:PORT",
+                                help="listen on TCP instead of stdio, e.g. 127.0.0.1:2087")) -> None:
+    """Run the rulekit language server (diagnostics, hover, navigation, tests in the editor)."""
+    from rulekit_lsp.server import server
+
+    if tcp:
+        host, sep, port = tcp.rpartition(":")
+        if not sep or not port.isdigit():
+            typer.echo(f"error: --tcp expects HOST:PORT, got {tcp!r}", err=True)
+            raise typer.Exit(2)
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
