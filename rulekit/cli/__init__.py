@@ -7,6 +7,7 @@ from rulekit.cli.app import app
 from rulekit.cli import attribute as _attribute  # noqa: F401,E402
 from rulekit.cli import fmt as _fmt  # noqa: F401,E402
 from rulekit.cli import convert as _convert  # noqa: F401,E402
+from rulekit.cli import lsp as _lsp  # noqa: F401,E402
 
 
 def main() -> None:
