@@ -8,7 +8,7 @@ events, change bad nodes or the job's node list.
 from rulekit.linectx import host_of, rank_of
 from rulekit.plugin import collector_def
 
-from .common.relations import gid_host_map, ipv4_of, normalize_gid
+from .common.relations import ipv4_of, normalize_gid
 
 AUTHOR = "rulekit corpus"
 COMPLETION_RULE = "NcclIbCompletion"
@@ -25,18 +25,34 @@ def _declared_node(e, nodes):
     return None
 
 
-def _source(e, job, gidmap):
+def _address_book(stream):
+    """IPv4 -> [(host, (obs, line))]: every line where a host printed the IP as its own
+    local GID or bootstrap / OOB address."""
+    book = {}
+    for d in stream.data_events():
+        if d.fields.get("kind") in ("gid_host", "host_ip") and d.fields.get("ip") and d.fields.get("host"):
+            book.setdefault(d.fields["ip"], []).append((d.fields["host"], (d.obs_context_id, d.line_num)))
+    return book
+
+
+def _mapped(book, ip, exclude=None, besides=None):
+    """The one hostname the address book gives for `ip`, not counting the line `exclude`
+    and, when `besides` is given, other than that name; None if none or several."""
+    hosts = {h for h, where in book.get(ip or "", []) if where != exclude and h != besides}
+    return next(iter(hosts)) if len(hosts) == 1 else None
+
+
+def _source(e, job, book):
     """(src_node, how, src_gid_node, declared_node) for one completion-error line."""
     nodes = set(job.nodes)
     logged = host_of(e.datum or "")
     local_ip = ipv4_of(e.fields.get("local_gid"))
-    mapped = None
-    if local_ip:
-        hosts = gidmap.get(local_ip, set())
-        mapped = next(iter(hosts)) if len(hosts) == 1 else None
+    own_line = (e.obs_context_id, e.line_num)
     if logged:
-        # the explicit hostname wins, even outside the workload's node list
-        return logged, "hostname", (mapped if mapped and mapped != logged else None), None
+        # the explicit hostname wins, even outside the workload's node list; a different
+        # name for its local GID elsewhere in the job is exposed as src_gid_node
+        return logged, "hostname", _mapped(book, local_ip, own_line, besides=logged), None
+    mapped = _mapped(book, local_ip, own_line)
     if mapped:
         return mapped, "gid", None, None
     declared = _declared_node(e, nodes)
@@ -50,6 +66,37 @@ def _source(e, job, gidmap):
     return None, None, None, None
 
 
+def _same_direction(pairs, src_node, src_ip, dst_node, dst_ip, hca, src_gid_node):
+    for p in pairs:
+        if (p["src_node"], p["src_ip"], p["dst_node"], p["dst_ip"], p.get("hca"), p.get("src_gid_node")) == \
+                (src_node, src_ip, dst_node, dst_ip, hca, src_gid_node):
+            return p
+    return None
+
+
+def _reverse(pairs, src_node, src_ip, dst_node, dst_ip, hca, src_gid_node):
+    """An existing pair reported from the other end: same two IPs swapped, names that do
+    not conflict; the reporter's GID disagreement becomes the pair's dst_gid_node."""
+    for p in pairs:
+        if (p["src_ip"], p["dst_ip"]) != (dst_ip, src_ip) or src_ip is None:
+            continue
+        if p["dst_node"] not in (None, src_node) or (dst_node is not None and p["src_node"] not in (None, dst_node)):
+            continue
+        if src_gid_node and p.get("dst_gid_node") not in (None, src_gid_node):
+            continue
+        if not src_gid_node and p.get("dst_gid_node"):
+            continue
+        if p["dst_node"] is None:
+            p["dst_node"] = src_node
+        if src_gid_node:
+            p["dst_gid_node"] = src_gid_node
+        if hca and hca != p.get("hca"):
+            p["dst_hca"] = hca
+        p["reverse_count"] = p.get("reverse_count", 0) + 1
+        return p
+    return None
+
+
 @collector_def(name="bad_pairs", author=AUTHOR)
 def bad_pairs(context):
     """One entry per distinct network pair of NCCL `Got completion from peer` errors:
@@ -58,37 +105,21 @@ def bad_pairs(context):
     the same pair are combined; conflicting IPs, interfaces or GID hostnames stay
     separate pairs.  Evidence only: no node is marked faulty here."""
     stream, job = context.event_stream, context.job
-    gidmap = gid_host_map(stream)
+    book = _address_book(stream)
     events = [e for e in stream.all() if e.rule and e.rule.startswith(COMPLETION_RULE)]
     pairs = []
-    index = {}
     for e in sorted(events, key=lambda e: (e.obs_context_id or 0, e.line_num or 0, e.id)):
         f = e.fields
-        src_node, how, src_gid_node, declared = _source(e, job, gidmap)
+        src_node, how, src_gid_node, declared = _source(e, job, book)
         src_ip = ipv4_of(f.get("local_gid"))
         peer = f.get("peer")
         dst_ip = ipv4_of(peer) or ipv4_of(normalize_gid(f.get("remote_gid")))
-        dst_node = None
-        if dst_ip:
-            hosts = gidmap.get(dst_ip, set())
-            dst_node = next(iter(hosts)) if len(hosts) == 1 else None
-        elif peer:
-            dst_node = peer  # the peer was printed as a hostname
+        dst_node = _mapped(book, dst_ip, (e.obs_context_id, e.line_num)) if dst_ip else peer
         hca = f.get("hca")
         status = int(f["status"]) if str(f.get("status", "")).isdigit() else f.get("status")
-        ends = (src_node or src_ip, dst_node or dst_ip)
-        fwd = (ends, src_ip, dst_ip, hca, src_gid_node)
-        rev = ((ends[1], ends[0]), dst_ip, src_ip, hca)
-        entry = index.get(fwd)
+        entry = _same_direction(pairs, src_node, src_ip, dst_node, dst_ip, hca, src_gid_node)
         if entry is None:
-            # a reverse-direction report of an existing pair: combine, its GID disagreement becomes dst_gid_node
-            for key, cand in index.items():
-                if (key[0], key[1], key[2], key[3]) == rev and cand.get("dst_gid_node") in (None, src_gid_node):
-                    entry = cand
-                    if src_gid_node:
-                        entry["dst_gid_node"] = src_gid_node
-                    entry["reverse_count"] = entry.get("reverse_count", 0) + 1
-                    break
+            entry = _reverse(pairs, src_node, src_ip, dst_node, dst_ip, hca, src_gid_node)
         if entry is None:
             entry = {"src_node": src_node, "src_ip": src_ip, "dst_node": dst_node, "dst_ip": dst_ip}
             if hca:
@@ -101,7 +132,6 @@ def bad_pairs(context):
                 entry["declared_node"] = declared
             entry["statuses"] = []
             entry["count"] = 0
-            index[fwd] = entry
             pairs.append(entry)
         entry["count"] += 1
         if status is not None and status not in entry["statuses"]:
