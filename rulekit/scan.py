@@ -24,22 +24,18 @@ class Scanner(Protocol):
 
 
 def iter_chunks(stream: BinaryIO, size: int = CHUNK_SIZE) -> Iterator[bytes]:
-    """Yield chunks that each end with b"\\n" (the last one may not).  A line longer
-    than `size` is carried until its end is found, so no line is ever split."""
-    carry = b""
+    """Yield chunks that each end with b"\\n" (the last one may not).  A block that
+    stops inside a line is completed with the rest of that line (however long), so
+    no line is ever split and each chunk is copied at most once."""
     while True:
         block = stream.read(size)
         if not block:
-            if carry:
-                yield carry
             return
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        yield data[: cut + 1]
-        carry = data[cut + 1 :]
+        if not block.endswith(b"\n"):
+            rest = stream.readline()
+            if rest:
+                block += rest
+        yield block
 
 
 def decode_line(raw: bytes) -> str:
