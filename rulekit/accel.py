@@ -342,7 +342,10 @@ class Accelerator:
 
 def _bytes_twin(pattern: str):
     """The rule compiled as a bytes (Latin-1 mode) pattern, for ASCII lines; None
-    when RE2 rejects that form (e.g. `\\x{100}`)."""
+    when that could differ: a non-ASCII pattern (under `(?i)`, LONG S matches "s"
+    in UTF-8 mode but not as Latin-1 bytes) or one RE2 rejects as bytes."""
+    if not pattern.isascii():
+        return None
     try:
         return compile_pattern(pattern.encode("utf-8"))
     except Exception:  # re2.error or a fallback exception: use the str pattern

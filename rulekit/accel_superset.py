@@ -8,9 +8,10 @@ module rewrites a rule's parse tree into a pattern over bytes whose language is 
 *superset* of the rule's on any line, valid UTF-8 or not, so the gate can never
 miss a line the rule matches:
 
-- `.`, negated classes, `\\W`/`\\S`/`\\D` also accept a whole multi-byte UTF-8
-  character; a class or literal with non-ASCII members accepts any multi-byte
-  character;
+- `.`, negated classes and every class escape (`\\w`/`\\d`/`\\s` too: pyre2 makes
+  them Unicode-aware on str patterns, like Python's `re`) also accept a whole
+  multi-byte UTF-8 character; a class or literal with non-ASCII members accepts
+  any multi-byte character;
 - under `(?i)` ASCII letters are spelled out (`[kK]`), plus the non-ASCII
   spellings RE2 folds `k` and `s` with;
 - named groups become non-capturing; `\\A`/`\\Z` become `^`/`$` (the gate runs in
@@ -308,7 +309,8 @@ class _Emitter:
                 return self.literal(av)
             if av < 128:
                 return "[" + chr(av).lower() + chr(av).upper() + r"\x80-\xff]"
-            return r"[\x80-\xff]"
+            partners = L.ascii_fold_partners(chr(av)) if self.icase else ""
+            return "[" + partners + r"\x80-\xff]"
         full = self.klass(av)  # IN
         return _single_byte(full)
 
@@ -323,7 +325,10 @@ class _Emitter:
                 return alts
             return _esc(code)
         ch = chr(code)
-        if code == 0xFFFD or (self.icase and ch.lower() != ch.upper()):
+        if self.icase and ch.lower() != ch.upper():
+            partners = L.ascii_fold_partners(ch)
+            return "(?:" + MB + "|[" + partners + "])" if partners else MB
+        if code == 0xFFFD:
             return MB
         return "(?:" + _utf8(code) + ")"
 
@@ -344,6 +349,8 @@ class _Emitter:
                             multibyte = True
                 else:
                     multibyte = True
+                    if self.icase:
+                        body.extend(L.ascii_fold_partners(chr(av)))
             elif op is L.RANGE:
                 lo, hi = av
                 if lo < 128:
@@ -357,8 +364,13 @@ class _Emitter:
                                 multibyte = True  # k/s fold orbits
                 if hi >= 128:
                     multibyte = True
+                    if self.icase:
+                        for c in range(max(lo, 128), min(hi, 0x2200) + 1):
+                            body.extend(x for x in L.ascii_fold_partners(chr(c)) if x not in body)
             elif op is L.CATEGORY:
                 name = str(av)
+                # pyre2 makes \d \w \s Unicode-aware on str patterns (like Python's re),
+                # so every category, positive or negated, may take a non-ASCII character
                 table = {
                     "CATEGORY_DIGIT": (r"\d", False), "CATEGORY_NOT_DIGIT": (r"\D", True),
                     "CATEGORY_SPACE": (r"\s", False), "CATEGORY_NOT_SPACE": (r"\S", True),
@@ -366,8 +378,9 @@ class _Emitter:
                 }
                 if name not in table:
                     raise Unsupported(f"class category {name}")
-                text, mb = table[name]
-                (outside if mb else body).append(text)
+                text, negated = table[name]
+                (outside if negated else body).append(text)
+                mb = True
                 multibyte = multibyte or mb
             else:
                 raise Unsupported(f"class item {op}")

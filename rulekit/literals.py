@@ -42,6 +42,12 @@ _FOLD_EXTRA = {"k": ("\u212a",), "s": ("\u017f",)}
 Factor = frozenset  # of bytes: OR of alternatives
 
 
+def ascii_fold_partners(ch: str) -> str:
+    """ASCII letters RE2's `(?i)` equates with the non-ASCII `ch` (e.g. LONG S -> "sS")."""
+    return "".join(a for a in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   if a.upper() == ch.upper() or a.lower() == ch.lower())
+
+
 def key_bytes(text: str) -> bytes:
     """The scanner's view of a literal: UTF-8, ASCII-lower-cased."""
     return text.encode("utf-8").lower()
@@ -49,8 +55,14 @@ def key_bytes(text: str) -> bytes:
 
 def parse(pattern: str):
     """Python's parse tree of `pattern`, or None when Python cannot parse it
-    (RE2-only syntax such as `\\pL` or `[[:alpha:]]`)."""
+    (RE2-only syntax such as `\\pL`) or would read it differently from RE2
+    (`[[:alpha:]]`, `x{,3}`)."""
     import warnings
+
+    from rulekit.regex import python_divergence
+
+    if python_divergence(pattern) is not None:
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
