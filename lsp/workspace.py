@@ -82,6 +82,11 @@ class FileState:
     module: object | None = None  # DSL AST
     py_tree: ast.AST | None = None
     executed_text: str | None = None  # the Python text last executed
+    last_good: RuleSet | None = None  # the RuleSet of the last text without a syntax error
+
+    @property
+    def broken(self) -> bool:
+        return any(d.code in ("RK002", "RK003", "RK004") for d in self.diags)
 
 
 @dataclass
@@ -170,6 +175,8 @@ class Corpus:
         elif kind == "py":
             self._update_python(st, execute)
         st.occ = self._occurrences(st)
+        if not st.broken:
+            st.last_good = st.ruleset
         return st
 
     def _update_python(self, st: FileState, execute: bool) -> None:
@@ -264,6 +271,26 @@ class Corpus:
                 if not r.passed and r.span is not None and r.span.file in self.files:
                     add(r.diagnostic())
         return out
+
+    def known_symptoms(self) -> list:
+        """Registered symptoms, plus those of files that are mid-edit with a syntax
+        error (from their last good parse), for completion."""
+        a = self.analyze()
+        out = {s.name: s for s in a.registry.all()}
+        for st in self.files.values():
+            if st.broken and st.last_good is not None:
+                for s in st.last_good.symptoms:
+                    out.setdefault(s.name, s)
+        return [out[k] for k in sorted(out)]
+
+    def known_rules(self) -> list:
+        a = self.analyze()
+        out = dict(a.rules)
+        for st in self.files.values():
+            if st.broken and st.last_good is not None:
+                for r in st.last_good.rules:
+                    out.setdefault(r.name, r)
+        return list(out.values())
 
     # ---- name index ----------------------------------------------------------------------
     def index(self) -> dict[tuple[str, str], list[tuple[str, Occurrence]]]:

@@ -61,7 +61,7 @@ def _section_at(lines: list[str], line: int) -> str:
 def symptom_items(corpus: Corpus) -> list[CompletionEntry]:
     reg = corpus.analyze().registry
     out = []
-    for s in reg.all():
+    for s in corpus.known_symptoms():
         out.append(CompletionEntry(s.name, "symptom", f"{s.outcome}/{s.sub_domain} rank {s.rank}", s.docs))
     for alias, canon in sorted(reg.aliases().items()):
         out.append(CompletionEntry(alias, "symptom", f"alias of {canon}"))
@@ -69,7 +69,7 @@ def symptom_items(corpus: Corpus) -> list[CompletionEntry]:
 
 
 def rule_items(corpus: Corpus) -> list[CompletionEntry]:
-    return [CompletionEntry(r.name, "rule", r.kind.value, r.docs) for r in corpus.analyze().rules.values()]
+    return [CompletionEntry(r.name, "rule", r.kind.value, r.docs) for r in corpus.known_rules()]
 
 
 def strata_items(kind: str | None = None) -> list[CompletionEntry]:
