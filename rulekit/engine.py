@@ -49,6 +49,7 @@ class RuleEngine:
         self.collectors = tuple(r for r in rules if isinstance(r, CollectorRule))
         self.job_tests = tuple(ruleset.job_tests)
         self._plans: dict[tuple[str, str], ScanPlan] = {}
+        self._all: ScanPlan | None = None
         self._lock = threading.Lock()
 
     def rule_names(self) -> list[str]:
@@ -66,10 +67,15 @@ class RuleEngine:
         return plan
 
     def _build_plan(self, source: str, fmt: str) -> ScanPlan:
-        chosen: list[ExtractorRule | AccumulatorRule] = [
-            r for r in (*self.extractors, *self.accumulators) if applies(r, source, fmt)
-        ]
-        return ScanPlan(make_scanner([r.match_re for r in chosen]), tuple(chosen))
+        """One acceleration structure over every extractor, built once; a plan for a
+        (source, format) only drops the hits of rules whose filters exclude it."""
+        if self._all is None:
+            rules = (*self.extractors, *self.accumulators)
+            self._all = ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+        allowed = frozenset(i for i, r in enumerate(self._all.rules) if applies(r, source, fmt))
+        if len(allowed) == len(self._all.rules):
+            return self._all
+        return ScanPlan(_FilteredScanner(self._all.scanner, allowed), self._all.rules)
 
     def scanner_for_rules(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan:
         """A one-off plan over chosen rules (inline tests, the language server)."""
@@ -78,6 +84,18 @@ class RuleEngine:
     def __getstate__(self) -> dict:
         # engines are shared with worker processes by rebuilding from paths, not pickling
         raise TypeError("RuleEngine is not picklable; rebuild it in the worker with load_corpus(paths)")
+
+
+class _FilteredScanner:
+    """The shared scanner, keeping only the hits of the rules allowed for one source."""
+
+    def __init__(self, inner: Scanner, allowed: frozenset[int]):
+        self.inner = inner
+        self.allowed = allowed
+
+    def scan(self, chunk: bytes) -> list:
+        allowed = self.allowed
+        return [h for h in self.inner.scan(chunk) if h[2] in allowed]
 
 
 def applies(rule: ExtractorRule | AccumulatorRule, source: str, fmt: str) -> bool:
