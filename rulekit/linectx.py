@@ -18,6 +18,7 @@ _MONO = re.compile(r"\[\s*(\d+\.\d+)\]")
 _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) (\d{4})\]")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 _SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
+_GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 
 
@@ -68,6 +69,14 @@ def timestamp_of(line: str, year: int | None = None) -> tuple[str | None, float 
             dt = datetime(int(m.group(4)), _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
             return dt.isoformat(), uptime
         except (KeyError, ValueError):
+            pass
+    m = _GLOG.search(head)
+    if m and year:  # glog / torch c10 prefix: E0813 08:21:22.980000 (no year: the job's)
+        try:
+            frac = (m.group(6) or "")[:7]
+            dt = datetime.fromisoformat(f"{year}-{m.group(1)}-{m.group(2)}T{m.group(3)}:{m.group(4)}:{m.group(5)}{frac}")
+            return dt.isoformat(), uptime
+        except ValueError:
             pass
     m = _SYSLOG.search(head)
     if m and year and m.group(1) in _MONTHS:

@@ -81,6 +81,10 @@ def test_syslog_file_names_the_node_and_timestamps_are_parsed(tmp_path, engine):
     ("[Tue Aug 11 03:14:22 2026] NVRM: x", "2026-08-11T03:14:22", None),
     ("2026-08-11T03:14:22.118843+00:00 node0001 kernel: x", "2026-08-11T03:14:22.118843+00:00", None),
     ("[2026-03-03 12:11:38] node0007:185303:186751 [1] x", "2026-03-03T12:11:38", None),
+    ("[rank3]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] x", "2026-12-18T20:27:21.426415", None),
+    ("E0813 08:21:22.980000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed", "2026-08-13T08:21:22.980000", None),
+    ("Aug 11 03:14:22 node0001 kernel: x", "2026-08-11T03:14:22", None),
+    ("no timestamp at all", None, None),
 ])
 def test_common_timestamp_prefixes(line, ts, uptime):
     ctx = line_context(line, 2026)
