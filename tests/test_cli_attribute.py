@@ -64,3 +64,8 @@ def test_many_job_dirs_in_a_process_pool(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert [o["root_cause"]["node"] for o in out] == ["node-02"] * 3
+
+
+def test_empty_folder_is_unknown_with_a_note(tmp_path):
+    r = runner.invoke(app, ["attribute", str(tmp_path)])
+    assert r.exit_code == 0 and "UNKNOWN" in r.output and "RK505" in r.output

@@ -162,6 +162,10 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
                           f"{escape(str(e['source']))}:{e['line_num']}  [dim]{escape(str(e['rule']))}[/]")
         if len(ev) > 25:
             console.print(f"  ... {len(ev) - 25} more (use --format json)")
+    for note in r.get("notes", []):
+        sp = note.get("span") or {}
+        where = f"{sp.get('file')}:{sp.get('line')}: " if sp else ""
+        console.print(f"[dim]note {note['code']}: {escape(where + note['message'])}[/]")
     for err in r.get("rule_errors", []):
         console.print(f"[yellow]rule error[/] {escape(err['rule'])}: {escape(err['error'])} ({escape(err['where'])})")
     if with_trace and r.get("trace"):
