@@ -215,7 +215,7 @@ def test_code_lens_titles_follow_results(corpus: Corpus, ws: Path):
     failing = [d for d in corpus.diagnostics_by_file()[base] if d.code == "RK401"]
     sp = failing[0].span
     assert len(failing) == 1
-    assert corpus.files[base].text.split("\n")[sp.line - 1][sp.col - 1:].startswith('"GPU has fallen off the bus"')
+    assert corpus.files[base].text.split("\n")[sp.line - 1][sp.col - 1:].startswith('GPU has fallen off the bus"')
 
 
 def test_semantic_tokens_dsl(corpus: Corpus, ws: Path):
