@@ -169,3 +169,13 @@ def test_check_references():
     diags = check_references(rs, {"Known", "F", "C"})
     assert [(d.code, d.data["missing"], d.span.line) for d in diags] == [("RK206", "Unknown", 1), ("RK206", "Gone", 2)]
     assert diags[0].span.col == len('filter F EARLY { uses python Known, ') + 1
+
+
+def test_misspelt_declaration_is_one_error():
+    text = ('symptom "S" { outcome hardware sub_domain gpu rank 1 }\n\n'
+            'extractr Foo {\n  match /x/\n  emit bad_node "S"\n}\n\n'
+            'extractor Bar {\n  match /y/\n  emit bad_node "S"\n}\n')
+    rs, diags = parse_file(text, "t.rule")
+    assert [(d.code, d.span.line, d.span.col) for d in diags] == [("RK003", 3, 1)]
+    assert diags[0].message.startswith("unknown declaration `extractr`; expected `author`")
+    assert [r.name for r in rs.rules] == ["Bar"] and [s.name for s in rs.symptoms] == ["S"]

@@ -158,3 +158,10 @@ def test_cli_fmt(tmp_path: Path):
     (tmp_path / "bad.rule").write_text("extractor {\n")
     r = runner.invoke(app, ["fmt", str(tmp_path)])
     assert r.exit_code == 1 and "RK003" in r.output
+
+
+def test_hash_inside_strings_and_regexes_is_not_a_comment():
+    text = 'extractor A {\n  docs "x # y"\n  match /a#b\\/c/  # real\n  emit bad_node "S#1"\n}\n'
+    assert format_dsl(text) == text
+    rs, _ = parse_file(text, "h.rule")
+    assert rs.rules[0].match_re == "a#b/c" and rs.rules[0].docs == "x # y" and rs.rules[0].emit.symptom == "S#1"

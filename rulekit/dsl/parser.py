@@ -11,6 +11,7 @@ Never raises on user input.  No semantics (that is `compiler.py`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,8 @@ from rulekit.dsl import ast as A
 TOP_KEYWORDS = ("author", "symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner",
                 "collector", "case")
 _TOP_LINE = re.compile(r"^(?:" + "|".join(TOP_KEYWORDS) + r")\b", re.M)
+# a line in column 1 shaped like a declaration header with a misspelt keyword (`extractr X {`)
+_HEADER_LIKE = re.compile(r"^[A-Za-z_][\w.-]*[ \t]+[^\n]*\{[ \t]*(?:#[^\n]*)?$", re.M)
 MAX_ERRORS_PER_PIECE = 25
 
 TOKEN_WORDS = {
@@ -95,7 +98,7 @@ def _end_pos(text: str) -> tuple[int, int]:
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:
-    starts = [m.start() for m in _TOP_LINE.finditer(text)]
+    starts = sorted({m.start() for m in _TOP_LINE.finditer(text)} | {m.start() for m in _HEADER_LIKE.finditer(text)})
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     starts.append(len(text))
@@ -123,6 +126,12 @@ def _parse_piece(piece: str, path: str, line_offset: int) -> tuple[list[A.Item],
                 closers += 1
                 continue
             pos = _offset(e, work)
+            if pos == len(work) - len(work.lstrip()) and isinstance(e, UnexpectedToken) and e.token.type == "NAME":
+                # the piece does not start with a declaration keyword: one error for all of it
+                d = _diag(e, work, path, line_offset)
+                diags.append(replace(d, message=f"unknown declaration `{e.token.value}`; "
+                                                f"expected {_join(expected_words(e.accepts or e.expected))}"))
+                return [], diags
             if pos > last_pos:
                 diags.append(_diag(e, work, path, line_offset))
                 last_pos = pos
