@@ -1,0 +1,225 @@
+// Activation test: the bundled extension (dist/extension.js) under the `vscode`
+// stub.  The real vscode-languageclient spawns the real `rulekit lsp` (Python)
+// for test/fixtures/workspace, and we check that diagnostics, hover and code
+// lenses arrive, that the commands run through the server, and that a server
+// that cannot start produces a message with the fix.
+//
+// Python: $RULEKIT_PYTHON, else the extension's own discovery (a .venv in the
+// workspace folder or a parent: the repository's .venv).  The test skips only
+// when that Python has no `rulekit.cli.lsp` / `rulekit_lsp` (the server module),
+// and says so.
+"use strict";
+const { describe, it, before, after } = require("node:test");
+const assert = require("node:assert/strict");
+const { execFileSync } = require("child_process");
+const fs = require("fs");
+const Module = require("module");
+const path = require("path");
+const stub = require("./vscode-stub");
+
+const ROOT = path.resolve(__dirname, "..");
+const BUNDLE = path.join(ROOT, "dist", "extension.js");
+const WS = path.join(__dirname, "fixtures", "workspace");
+const RULE_FILE = path.join(WS, "rules", "gpu.rule");
+const REPO = path.resolve(ROOT, "..");
+const EXAMPLE_JOB = path.join(REPO, "examples", "xid149-nvlink");
+const TIMEOUT_MS = 30000;
+
+const origLoad = Module._load;
+Module._load = function (request, parent, isMain) {
+  return request === "vscode" ? stub.vscode : origLoad.call(this, request, parent, isMain);
+};
+
+function python() {
+  if (process.env.RULEKIT_PYTHON) return process.env.RULEKIT_PYTHON;
+  for (let dir = WS; ; dir = path.dirname(dir)) {
+    const p = path.join(dir, ".venv", "bin", "python");
+    if (fs.existsSync(p)) return p;
+    if (path.dirname(dir) === dir) return "python3";
+  }
+}
+
+/** Why the server cannot be tested here, or undefined when it can. */
+function serverMissing() {
+  const py = python();
+  try {
+    execFileSync(py, ["-c", "import rulekit.cli.lsp, rulekit_lsp.server"], { stdio: "pipe" });
+    return undefined;
+  } catch (e) {
+    const err = String(e.stderr || e.message);
+    if (/No module named/.test(err)) return `the language server module is missing in ${py} (${err.trim().split("\n").pop()}); this test waits for rulekit/cli/lsp.py + lsp/ (rulekit_lsp)`;
+    throw new Error(`cannot probe ${py}: ${err}`);
+  }
+}
+
+function loadExtension() {
+  delete require.cache[require.resolve(BUNDLE)];
+  return require(BUNDLE);
+}
+
+function resetStub() {
+  stub.recorded.commands.clear();
+  stub.recorded.diagnostics.clear();
+  stub.recorded.messages.length = 0;
+  stub.recorded.webviews.length = 0;
+  for (const k of Object.keys(stub.recorded.providers)) delete stub.recorded.providers[k];
+  for (const k of Object.keys(stub.configValues)) delete stub.configValues[k];
+  stub.vscode.workspace.textDocuments.length = 0;
+  stub.vscode.workspace.workspaceFolders = [{ uri: stub.vscode.Uri.file(WS), name: "workspace", index: 0 }];
+}
+
+async function waitFor(what, fn, ms = TIMEOUT_MS) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function context() {
+  return { subscriptions: [], extensionPath: ROOT, asAbsolutePath: (p) => path.resolve(ROOT, p), globalState: { get() {}, update: async () => {} }, workspaceState: { get() {}, update: async () => {} } };
+}
+
+const token = () => new stub.vscode.CancellationTokenSource().token;
+const missing = fs.existsSync(BUNDLE) ? serverMissing() : "dist/extension.js is not built (run npm run bundle)";
+
+describe("activation against the real language server", { skip: missing, timeout: 120000 }, () => {
+  let ext;
+  let api;
+  let doc;
+  let ctx;
+
+  before(async () => {
+    resetStub();
+    if (process.env.RULEKIT_PYTHON) stub.configValues["rulekit.server.pythonPath"] = process.env.RULEKIT_PYTHON;
+    doc = stub.makeTextDocument(RULE_FILE, "rulekit", fs.readFileSync(RULE_FILE, "utf8"));
+    stub.vscode.workspace.textDocuments.push(doc);
+    ext = loadExtension();
+    ctx = context();
+    api = await ext.activate(ctx);
+  });
+
+  after(async () => {
+    if (ext) await ext.deactivate();
+    for (const d of ctx?.subscriptions ?? []) d.dispose?.();
+  });
+
+  it("starts the server and registers the commands", () => {
+    assert.equal(api.startProblem, undefined, JSON.stringify(api.startProblem));
+    assert.ok(api.client && api.client.isRunning(), "client is running");
+    for (const id of ["rulekit.runTestsInFile", "rulekit.runWorkspaceTests", "rulekit.attributeJobFolder", "rulekit.restartServer"]) {
+      assert.ok(stub.recorded.commands.has(id), `command ${id} registered`);
+    }
+    // the server's own commands (code lens targets) are registered by the client next to ours
+    assert.ok(stub.recorded.commands.has("rulekit.runTests"), "server command rulekit.runTests registered by the client");
+    assert.deepEqual(api.ruleFolders, [path.join(WS, "rules")]);
+  });
+
+  it("publishes the deliberate error with its code and range", async () => {
+    const diags = await waitFor("diagnostics for gpu.rule", () => {
+      const d = stub.recorded.diagnostics.get(doc.uri.toString());
+      return d && d.length ? d : undefined;
+    });
+    const rk203 = diags.find((d) => String(d.code?.value ?? d.code) === "RK203");
+    assert.ok(rk203, `an RK203 diagnostic among ${JSON.stringify(diags.map((d) => [d.code, d.message]))}`);
+    assert.match(rk203.message, /GPU_FELL_OF_THE_BUS/);
+    assert.equal(rk203.severity, stub.vscode.DiagnosticSeverity.Error);
+    const line = doc.getText().split("\n").findIndex((l) => l.includes('emit bad_node "GPU_FELL_OF_THE_BUS"'));
+    assert.equal(rk203.range.start.line, line);
+    assert.ok(diags.every((d) => !/FellOffTheBus/.test(d.message)), "the healthy rule has no complaint");
+  });
+
+  it("answers hover on a symptom name with its registration", async () => {
+    const [, provider] = stub.recorded.providers.registerHoverProvider?.[0] ?? [];
+    assert.ok(provider, "hover provider registered");
+    const lines = doc.getText().split("\n");
+    const line = lines.findIndex((l) => l.includes('emit bad_node "GPU_FELL_OFF_THE_BUS"'));
+    const col = lines[line].indexOf("GPU_FELL_OFF_THE_BUS") + 3;
+    const hover = await provider.provideHover(doc, new stub.vscode.Position(line, col), token());
+    assert.ok(hover, "a hover");
+    const text = hover.contents.map((c) => (typeof c === "string" ? c : c.value)).join("\n");
+    assert.match(text, /GPU_FELL_OFF_THE_BUS/);
+    assert.match(text, /hardware/);
+    assert.match(text, /950/);
+  });
+
+  it("gives code lenses that run the tests", async () => {
+    const [, provider] = stub.recorded.providers.registerCodeLensProvider?.[0] ?? [];
+    assert.ok(provider, "code lens provider registered");
+    const lenses = await waitFor("code lenses", async () => {
+      const l = await provider.provideCodeLenses(doc, token());
+      return l && l.length ? l : undefined;
+    });
+    const titles = lenses.map((l) => l.command?.title ?? "");
+    assert.ok(titles.some((t) => /Run 2 tests/.test(t)), `a "Run 2 tests" lens among ${JSON.stringify(titles)}`);
+    assert.ok(lenses.every((l) => !l.command || l.command.command === "rulekit.runTests"));
+  });
+
+  it("runs the file's tests through the server", async () => {
+    const summary = await stub.vscode.commands.executeCommand("rulekit.runTestsInFile", doc.uri);
+    assert.equal(summary.via, "server");
+    assert.equal(summary.total, 2, JSON.stringify(summary));
+    assert.equal(summary.failed, 0, JSON.stringify(summary));
+    assert.ok(stub.recorded.messages.some((m) => m.level === "info" && /2\/2 passed/.test(m.message)));
+  });
+
+  it("attributes a job folder into a diagnosis panel", { skip: !fs.existsSync(EXAMPLE_JOB) && "examples/xid149-nvlink is missing" }, async () => {
+    const html = await stub.vscode.commands.executeCommand("rulekit.attributeJobFolder", stub.vscode.Uri.file(EXAMPLE_JOB));
+    assert.ok(html, "html returned");
+    const expected = JSON.parse(fs.readFileSync(path.join(EXAMPLE_JOB, "expected.json"), "utf8"));
+    assert.match(html, new RegExp(expected.root_cause));
+    assert.match(html, new RegExp(expected.outcome));
+    assert.equal(stub.recorded.webviews.at(-1).webview.html, html);
+    assert.doesNotMatch(html, /<script/i);
+  });
+
+  it("restarts the server", async () => {
+    const before = api.client;
+    await stub.vscode.commands.executeCommand("rulekit.restartServer");
+    assert.ok(api.client && api.client !== before && api.client.isRunning());
+    const diags = await waitFor("diagnostics after restart", () => {
+      const d = stub.recorded.diagnostics.get(doc.uri.toString());
+      return d && d.some((x) => String(x.code?.value ?? x.code) === "RK203") ? d : undefined;
+    });
+    assert.ok(diags.length);
+  });
+});
+
+describe("a server that cannot start", { timeout: 60000, skip: !fs.existsSync(BUNDLE) && "dist/extension.js is not built" }, () => {
+  it("says which Python is missing and how to fix it", async () => {
+    resetStub();
+    stub.configValues["rulekit.server.pythonPath"] = path.join(WS, "no-such-python");
+    const ext = loadExtension();
+    const api = await ext.activate(context());
+    assert.equal(api.client, undefined);
+    assert.match(api.startProblem.message, /no-such-python.*was not found/);
+    const shown = stub.recorded.messages.find((m) => m.level === "error");
+    assert.ok(shown, "an error message was shown");
+    assert.match(shown.message, /pip install rulekit/);
+    assert.match(shown.message, /rulekit\.server\.pythonPath/);
+    assert.deepEqual(shown.items, ["Open Settings", "Show Output"]);
+    await ext.deactivate();
+  });
+
+  it("says rulekit is not installed when the Python lacks it", async (t) => {
+    const bare = ["/usr/bin/python3", "/usr/local/bin/python3"].find((p) => {
+      try {
+        execFileSync(p, ["-c", "import rulekit"], { stdio: "pipe" });
+        return false;
+      } catch (e) {
+        return /No module named/.test(String(e.stderr));
+      }
+    });
+    if (!bare) return t.skip("no Python without rulekit on this machine");
+    resetStub();
+    stub.configValues["rulekit.server.pythonPath"] = bare;
+    const ext = loadExtension();
+    const api = await ext.activate(context());
+    assert.equal(api.client, undefined);
+    assert.match(api.startProblem.message, /rulekit is not installed/);
+    assert.match(api.startProblem.fix, /pip install rulekit/);
+    await ext.deactivate();
+  });
+});
