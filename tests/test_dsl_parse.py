@@ -220,7 +220,6 @@ filter A EARLY { demote "X" }
 filter B STANDARD + 7 { discard data "Y*" }
 refiner C SCRUB { discard "Z" }
 refiner D POST_OUTCOME + 999 { prefer "P" over "Q*" }
-refiner E LATE { discard "Z" }
 collector G { requires A  gather node from bad_node }
 ''', "m.rule")
     assert diags == []
@@ -229,7 +228,6 @@ collector G { requires A  gather node from bad_node }
     assert by["B"].priority == FilterPriority.STANDARD + 7 and by["B"].symptoms == ()
     assert by["C"].priority == RefinerPriority.SCRUB and by["C"].symptoms == ("Z",)
     assert by["D"].priority == RefinerPriority.POST_OUTCOME + 999 and by["D"].symptoms == ("P",)
-    assert by["E"].priority == "LATE"  # not a refiner stratum: the loader reports RK105
     assert by["G"].requires == ("A",) and isinstance(by["G"].decl, A.CollectorDecl)
     assert all(callable(r.func) for r in rs.rules)
 

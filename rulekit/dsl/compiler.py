@@ -323,13 +323,16 @@ class _Compiler:
         p = d.priority
         assert p is not None
         name = p.stratum.value
-        if name.upper() not in strata.__members__:
-            return name  # the loader reports RK105 with the strata of this rule type
+        if name not in strata.__members__:
+            names = " < ".join(m.name for m in strata)
+            self.err("RK105", f"`{name}` is not a {d.kind} stratum; use one of {names} (plus an offset 0..999)",
+                     p.stratum.span, rule=d.name.value)
+            return int(min(strata))  # reported here, at the stratum; the file does not load anyway
         off = p.offset.value if p.offset else 0
         if not 0 <= off <= 999:
             self.err("RK105", f"priority offset {off} of {d.kind} `{d.name.value}` must be 0..999", p.offset.span)
             off = max(0, min(off, 999))
-        return int(strata[name.upper()]) + off
+        return int(strata[name]) + off
 
     def event_type(self, n: A.Name | None, what: str) -> bool:
         if n is not None and n.value not in EMIT_TYPES:
