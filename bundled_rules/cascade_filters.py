@@ -220,6 +220,19 @@ def transient_storage_recovered(context):
         stream.demote(out, rule="TransientStorageRecovered", reason="the server came back")
 
 
+@filter_def(name="PlacedEvidenceWins", author=AUTHOR, priority=FilterPriority.STANDARD + 20)
+def placed_evidence_wins(context):
+    """A symptom seen both on a known node and on lines that name no node (a Slurm
+    banner, an unprefixed launcher line) is the same failure: the node-less copies
+    become interesting so the root cause carries its node."""
+    stream = context.event_stream
+    bad = stream.bad_events()
+    placed = {e.symptom for e in bad if e.node is not None and e.symptom}
+    loose = [e for e in bad if e.node is None and e.symptom in placed]
+    if loose:
+        stream.demote(loose, rule="PlacedEvidenceWins", reason="the same symptom is placed on a node elsewhere")
+
+
 # ---- LATE ------------------------------------------------------------------------------------------
 
 @filter_def(name="DemoteVictimsWhenPrimary", author=AUTHOR, priority=FilterPriority.LATE + 10,
