@@ -165,3 +165,12 @@ def test_hash_inside_strings_and_regexes_is_not_a_comment():
     assert format_dsl(text) == text
     rs, _ = parse_file(text, "h.rule")
     assert rs.rules[0].match_re == "a#b/c" and rs.rules[0].docs == "x # y" and rs.rules[0].emit.symptom == "S#1"
+
+
+def test_crlf_and_byte_order_mark():
+    text = '\ufeff# c\r\nextractor A {\r\n  match /x/  # m\r\n  emit bad_node "S"\r\n}\r\n'
+    rs, diags = parse_file(text, "w.rule")
+    assert diags == [] and rs.rules[0].name == "A" and rs.rules[0].span.line == 2
+    out = format_dsl(text)
+    assert out == '# c\r\nextractor A {\r\n  match /x/  # m\r\n  emit bad_node "S"\r\n}\r\n'
+    assert format_dsl(out) == out

@@ -347,7 +347,8 @@ def format_dsl(text: str, path: str = "<dsl>") -> str:
     module, diags = parse_ast(text, path)
     if diags:
         return text
-    return render_module(module)
+    out = render_module(module)
+    return out.replace("\n", "\r\n") if "\r\n" in text else out  # keep the file's line endings
 
 
 # ---- TOML -------------------------------------------------------------------------

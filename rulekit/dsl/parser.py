@@ -75,6 +75,8 @@ def expected_words(names) -> list[str]:
 def parse_ast(text: str, path: str) -> tuple[A.Module, list[Diagnostic]]:
     """Parse a whole `.rule` file: the AST of everything that parsed, and every syntax error."""
     parser = lark_parser()
+    if text.startswith("\ufeff"):  # a byte-order mark is whitespace (same length: spans stay exact)
+        text = " " + text[1:]
     comments = scan_comments(text, path)
     try:
         tree = parser.parse(text)
