@@ -1,0 +1,90 @@
+"""The corpus's relational reasoning through whole jobs: every case of
+bundled_rules/*.test.toml that the corpus owns (cascades.test.toml), the benign
+long-run false-positive guard, and the job_parameters collector."""
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rulekit.jobinfo import JobInfoBuilder
+from rulekit.observation import Observation
+from rulekit.session import Session
+from rulekit.testing import attribute_dir, run_job_test
+
+REPO = Path(__file__).resolve().parent.parent
+BENIGN = REPO / "examples" / "benign-training"
+
+
+def _cases(engine):
+    return [c for c in engine.job_tests if c.span and Path(c.span.file).name == "cascades.test.toml"]
+
+
+def test_cascade_cases_are_loaded(bundled):
+    assert len(_cases(bundled)) >= 25
+
+
+def test_cascade_cases_pass(bundled):
+    failed = []
+    for case in _cases(bundled):
+        res = run_job_test(bundled, case)
+        if not res.passed:
+            failed.append(f"{case.name}: {res.mismatches or res.error} actual={res.actual}")
+    assert not failed, "\n".join(failed)
+
+
+def test_benign_training_has_no_bad_or_interesting_node(bundled):
+    result = attribute_dir(bundled, BENIGN)
+    assert result["outcome"] == "success"
+    assert result["bad_nodes"] == [] and result["interesting_nodes"] == []
+    assert [e for e in result["evidence"] if e["event_type"] == "Attribution.node.bad" and e["node"]] == []
+
+
+def test_benign_training_log_is_generated_and_small(tmp_path):
+    copy = tmp_path / "benign"
+    shutil.copytree(BENIGN, copy, ignore=shutil.ignore_patterns("applog", "syslog", "__pycache__"))
+    subprocess.run([sys.executable, str(copy / "generate.py")], check=True)
+    for rel in ["applog/train.log", *(f"syslog/{p.name}" for p in (BENIGN / "syslog").glob("*.log"))]:
+        assert filecmp.cmp(copy / rel, BENIGN / rel, shallow=False), f"{rel} differs from generate.py's output"
+    size = sum(p.stat().st_size for p in BENIGN.rglob("*.log"))
+    assert size <= 2 * 1024 * 1024
+    assert sum(1 for _ in (BENIGN / "applog" / "train.log").open()) > 5000
+
+
+def test_job_parameters_collector(bundled):
+    job = JobInfoBuilder("p", None, ("node0001", "node0002"), tasks_per_node=8).build()
+    lines = ["node0001:2211:2211 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+             "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |",
+             "PyTorch version: 2.3.0+cu121",
+             "pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.05-py3",
+             "using world size: 16, data-parallel size: 1, context-parallel size: 1, tensor-model-parallel size: 8, "
+             "pipeline-model-parallel size: 2",
+             "  tensor_model_parallel_size ...................... 8"]
+    with Session(bundled, job) as s:
+        s.ingest(Observation(source="applog", format="text", lines=lines, label="t"))
+        result = s.attribute()
+    got = result["collectors"]["job_parameters"]
+    assert got["versions"] == {"nccl": ["2.21.5+cuda12.4"], "driver": ["550.54.15"], "cuda": ["12.4"],
+                               "torch": ["2.3.0+cu121"], "container_image": ["nvcr.io#nvidia/pytorch:24.05-py3"]}
+    assert got["parameters"]["world_size"] == ["16"]
+    assert got["parameters"]["tensor_model_parallel_size"] == ["8"]
+    assert got["parameters"]["pipeline_model_parallel_size"] == ["2"]
+    assert result["bad_nodes"] == []
+
+
+def test_traceback_event_keeps_first_and_final_exception(bundled):
+    """The chained traceback of the python-exception-chain example: one event for the
+    chain, naming the KeyError (nearest cause) and keeping the final RuntimeError."""
+    lines = (REPO / "examples" / "python-exception-chain" / "applog" / "train.log").read_text().splitlines()
+    job = JobInfoBuilder("py", None, ("node0001", "node0002"), tasks_per_node=4).build()
+    with Session(bundled, job) as s:
+        s.ingest(Observation(source="applog", format="text", lines=lines, label="train.log"))
+        result = s.attribute()
+        events = [e for e in s.manager.stream(s.context_id).all() if e.rule == "PythonTraceback"]
+    assert result["root_cause"]["symptom"] == "PYTHON_EXCEPTION"
+    assert len(events) == 1
+    f = events[0].fields
+    assert (f["exc_type"], f["final_exc_type"], f["chain_len"]) == ("KeyError", "RuntimeError", "2")
+    assert events[0].node == "node0002"
