@@ -263,3 +263,26 @@ def test_keywords_are_names_where_a_name_is_expected():
     assert diags == []
     assert [r.name for r in rs.rules] == ["source", "filter.test2"]
     assert rs.rules[0].emit.fields == (("node", "1"), ("match", "2"))
+
+
+@pytest.mark.parametrize("text, line, col, must, must_not", [
+    ('extractor A {\n  match /x/\n  em\n}\n', 3, 5, ["`emit`", "`test`", "`}`"], ["`demote`", "`extractor`"]),
+    ('filter F LATE {\n  demote "X" \n}\n', 2, 14, ["`when`", "`on`", "`demote`"], ["`match`"]),
+    ('', 1, 1, ["`extractor`", "`symptom`", "`refiner`"], ["`}`"]),
+    ('refiner R FINAL {\n  when any "A" ', 2, 16, ["`discard`", "`demote`", "`on`", "`,`"], ["`promote`"]),
+    ('extractor A {\n  emit bad_node "S" ', 2, 20, ["`node`", "`fields`", "`test`"], []),
+])
+def test_expected_at(text, line, col, must, must_not):
+    from rulekit.dsl import expected_at
+
+    got = expected_at(text, line, col)
+    for w in must:
+        assert w in got, (w, got)
+    for w in must_not:
+        assert w not in got, (w, got)
+
+
+def test_expected_at_after_an_error_is_empty():
+    from rulekit.dsl import expected_at
+
+    assert expected_at('extractor A { } }\n', 1, 18) == []

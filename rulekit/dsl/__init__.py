@@ -5,6 +5,8 @@ Entry points:
   every `.rule` file; never raises on user input.
 - `parse_ast(text, path) -> (Module, [Diagnostic])`: the typed AST (spans on every
   node) for the language server; Lark types never leave this package.
+- `expected_at(text, line, col) -> [str]`: what the grammar accepts at a position,
+  in words (keyword completion for the language server).
 - `check_references(ruleset, known_rule_names) -> [Diagnostic]`: RK206 for
   `uses python NAME` clauses naming no known rule (the loader calls it).
 - `format_dsl`, `format_toml`, `toml_to_dsl`, `dsl_to_toml`: pure text -> text
@@ -19,10 +21,10 @@ from rulekit.diagnostics import Diagnostic
 from rulekit.dsl import ast
 from rulekit.dsl.ast import Module
 from rulekit.dsl.compiler import compile_module
-from rulekit.dsl.parser import parse_ast
+from rulekit.dsl.parser import expected_at, parse_ast
 from rulekit.model import RuleSet
 
-__all__ = ["parse_file", "parse_ast", "check_references", "format_dsl", "format_toml", "toml_to_dsl",
+__all__ = ["parse_file", "parse_ast", "expected_at", "check_references", "format_dsl", "format_toml", "toml_to_dsl",
            "dsl_to_toml", "Module", "ast"]
 
 

@@ -595,3 +595,24 @@ class _Builder:
             else:
                 lines.append(self.string(r))
         return A.ObserveClause(self.span(t), self.word(src), node, fmt, lines)
+
+
+# ---- completion support ---------------------------------------------------------------
+
+def expected_at(text: str, line: int, col: int) -> list[str]:
+    """What may be written at (line, col) (1-based), in words (`\\`match\\``, `a string`):
+    for editor completion.  The word being typed at the position is ignored.  Empty
+    when the text before the position does not parse."""
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        return []
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + min(max(col - 1, 0), len(lines[line - 1]))
+    prefix = re.sub(r"[A-Za-z_][\w.\-]*$", "", text[:offset])
+    starts = [0] + [m.start() for m in _TOP_LINE.finditer(prefix)] + [m.start() for m in _HEADER_LIKE.finditer(prefix)]
+    piece = prefix[max(starts):]
+    ip = lark_parser().parse_interactive(piece)
+    try:
+        ip.exhaust_lexer()
+    except UnexpectedInput:
+        return []
+    return expected_words(ip.accepts())
