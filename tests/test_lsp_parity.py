@@ -1,0 +1,122 @@
+"""Parity: the language server reports exactly what `rulekit check --format json`
+plus `rulekit lint --format json` report, for the bundled corpus, the LSP fixture
+corpora and the "every check fires" fixture (`tests/fixtures/every_check/`).
+
+The CLI is run as a subprocess; `rulekit lint` is included when the CLI has
+that command (the toolkit helper is adding it), otherwise the comparison is
+check-only and says so in the test id's skip message for the lint part.
+Checked twice: through the workspace's pure analysis, and through the real
+server over stdio (diagnostics as published, converted back to rulekit spans).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as T
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from rulekit.loader import bundled_rules_path
+from rulekit_lsp import convert
+from rulekit_lsp.workspace import Corpus
+
+TESTS = Path(__file__).parent
+RULEKIT = Path(sys.executable).parent / "rulekit"
+CORPORA = {
+    "bundled": bundled_rules_path(),
+    "lsp-ws": TESTS / "lsp_fixtures" / "ws" / "rules",
+    "lsp-broken": TESTS / "lsp_fixtures" / "broken",
+    "every_check": TESTS / "fixtures" / "every_check",
+}
+
+
+def cli_has(command: str) -> bool:
+    r = subprocess.run([str(RULEKIT), command, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    return r.returncode == 0
+
+
+ROOT = TESTS.parent
+
+
+def absolute(file: str | None) -> str | None:
+    """The CLI renders paths relative to its working directory (ROOT); compare absolute paths."""
+    return str((ROOT / file).resolve()) if file else file
+
+
+def key(d: dict) -> tuple:
+    s = d.get("span") or {}
+    rel = tuple(sorted((absolute(r["span"]["file"]), r["span"]["line"], r["span"]["col"], r["message"])
+                       for r in d.get("related", []) if r.get("span")))
+    return (d["code"], d["severity"], d["message"], absolute(s.get("file")), s.get("line"), s.get("col"),
+            s.get("end_line"), s.get("end_col"), rel)
+
+
+def cli_diagnostics(folder: Path) -> set[tuple]:
+    out: set[tuple] = set()
+    commands = ["check"] + (["lint"] if cli_has("lint") else [])
+    for cmd in commands:
+        r = subprocess.run([str(RULEKIT), cmd, "--format", "json", str(folder)], capture_output=True, text=True,
+                           timeout=300, cwd=ROOT)
+        assert r.returncode in (0, 1), r.stderr
+        out |= {key(d) for d in json.loads(r.stdout)["diagnostics"]}
+    return out
+
+
+def folder_or_skip(name: str) -> Path:
+    folder = CORPORA[name].resolve()
+    if not folder.is_dir():
+        pytest.skip(f"{folder} does not exist yet (the toolkit helper's fixture)")
+    return folder
+
+
+@pytest.mark.parametrize("name", list(CORPORA))
+def test_workspace_diagnostics_equal_cli(name: str):
+    folder = folder_or_skip(name)
+    c = Corpus([folder])
+    mine = {key(d.to_dict()) for ds in c.diagnostics_by_file().values() for d in ds}
+    if cli_has("lint"):
+        job = c.lint_job()
+        c.apply_lint(job, job.run())
+        mine = {key(d.to_dict()) for ds in c.diagnostics_by_file().values() for d in ds}
+    assert mine == cli_diagnostics(folder)
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "rulekit_lsp.server"]))
+async def client(lsp_client: LanguageClient):
+    folder = CORPORA["lsp-broken"].resolve()
+    await lsp_client.initialize_session(T.InitializeParams(
+        capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=folder.as_uri(),
+        initialization_options={"ruleFolders": [str(folder)], "lintDelayMs": 10}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_published_diagnostics_equal_cli(client: LanguageClient):
+    folder = CORPORA["lsp-broken"].resolve()
+    want = cli_diagnostics(folder)
+    assert want, "the broken fixture must produce diagnostics"
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".toml", ".rule", ".py"))
+
+    def published() -> set[tuple]:
+        got = set()
+        for f in files:
+            text = f.read_text()
+            for d in client.diagnostics.get(f.as_uri(), []):
+                span = convert.from_range(str(f), text, d.range)
+                rel = tuple(sorted((convert.uri_to_path(r.location.uri),
+                                    *convert.from_position(Path(convert.uri_to_path(r.location.uri)).read_text(),
+                                                           r.location.range.start), r.message)
+                                   for r in (d.related_information or [])))
+                sev = {1: "error", 2: "warning", 3: "info", 4: "hint"}[int(d.severity)]
+                got.add((d.code, sev, d.message, str(f), span.line, span.col, span.end_line, span.end_col, rel))
+        return got
+
+    deadline = asyncio.get_event_loop().time() + 20
+    while published() != want and asyncio.get_event_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+    assert published() == want
