@@ -7,10 +7,11 @@ comes with a witness.
   common on the benign sample.  Literals come from `rulekit.literals`, the same
   analysis the acceleration structure uses to choose its keys.
 * RK305 broad-pattern: match rate on the benign sample above `broad_rate`, with the
-  first benign line it matches.
+  first benign line it matches (not for `data` extractors: recording versions and
+  parameters from healthy logs is their job, and they never rank).
 * RK308 slow-pattern: time per MB of the benign sample above the budget.
-* RK306 overlapping-patterns / RK307 shadowed-pattern: for pairs of extractors that
-  can see the same lines (sources agree, not two entries of one catalog) and
+* RK306 overlapping-patterns / RK307 shadowed-pattern: for pairs of evidence
+  extractors (not `data`) that can see the same lines (sources agree, not two entries of one catalog) and
   either share a required literal or co-fire on the sample, an exact search
   (`rulekit.analysis.overlap`) for a line both match with overlapping matches,
   and for containment; every witness is confirmed on RE2.  A pair the exact
@@ -60,6 +61,12 @@ def _compatible(a: Rule, b: Rule) -> bool:
             return False
     ua, ub = _unit(a), _unit(b)
     return not (ua.startswith("catalog:") and ua == ub)
+
+
+def _evidence(r: Rule) -> bool:
+    """Does the rule produce node evidence?  `data` extractors only record facts
+    (versions, parameters): they are meant to match healthy logs and never rank."""
+    return not (isinstance(r, ExtractorRule) and r.emit.type == "data")
 
 
 def _symptom(r: Rule) -> str | None:
@@ -130,7 +137,7 @@ def sample_checks(rules: Sequence[Rule], lines: Sequence[str], size: int, cfg: M
             best = dt if best is None else min(best, dt)
         hits[r.name] = matched
         rate = len(matched) / len(lines) if lines else 0.0
-        if lines and rate > cfg["broad_rate"]:
+        if lines and rate > cfg["broad_rate"] and _evidence(r):
             witness = lines[min(matched)]
             out.append(Diagnostic("RK305", f"`{r.name}` matches {len(matched)} of {len(lines)} benign sample lines "
                                   f"({rate:.2%}, threshold {cfg['broad_rate']:.2%}), e.g. {witness!r}", _where(r),
@@ -156,7 +163,7 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]]) -> list
     (or no literal at all) or a benign line both match.  Third item: a co-firing line."""
     keys = {r.name: _keys(r) for r in rules}
     out = []
-    for a, b in itertools.combinations(rules, 2):
+    for a, b in itertools.combinations([r for r in rules if _evidence(r)], 2):
         if not _compatible(a, b):
             continue
         common = hits.get(a.name, set()) & hits.get(b.name, set())

@@ -1,0 +1,63 @@
+"""`rulekit lint [PATHS]`: the corpus regex lint (see `rulekit.analysis.lint`).
+
+Overlapping and shadowed extractors (with a witness line), patterns the
+prefilter cannot narrow or only weakly, patterns too broad or too slow on a
+benign log sample (`--sample FILE`, default the packaged one), symptoms never
+emitted, and (unless `--no-tests`) rules with no test and rules no test fires.
+Formats as for `rulekit check`.  Exit 0 clean (notes allowed), 1 findings,
+2 usage or I/O error or a corpus that does not load.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rulekit.analysis.lint import lint_corpus
+from rulekit.analysis.settings import load_settings
+from rulekit.analysis.testrun import default_example_paths, run_tests
+from rulekit.cli._common import check_format, check_paths_exist, write_output
+from rulekit.cli.app import app
+from rulekit.cli.render import exit_code, print_diagnostics, render_diagnostics
+from rulekit.diagnostics import Severity
+from rulekit.loader import bundled_rules_path, load_corpus
+
+
+@app.command()
+def lint(
+    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github"),
+    sample: Optional[Path] = typer.Option(None, "--sample", help="Benign log sample (default: the packaged one)."),
+    config: Optional[Path] = typer.Option(None, "--config", help="Settings TOML overriding analysis/defaults.toml."),
+    no_tests: bool = typer.Option(False, "--no-tests", help="Skip running the tests (no RK402/RK403)."),
+    no_cost: bool = typer.Option(False, "--no-cost", help="Skip timing the patterns (no RK308; reproducible output)."),
+    examples: Optional[list[Path]] = typer.Option(None, "--examples", "-e", help="Example job folders for the coverage run."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+) -> None:
+    """Lint a corpus's regexes: overlap, shadowing, prefilter keys, breadth, cost, coverage."""
+    check_format(fmt)
+    check_paths_exist(paths)
+    settings, bad = load_settings(config)
+    if bad:
+        print_diagnostics(bad, err=True)
+        raise typer.Exit(2)
+    data = None
+    if sample is not None:
+        try:
+            data = sample.read_bytes()
+        except OSError as e:
+            typer.echo(f"error: cannot read sample {sample}: {e.strerror}", err=True)
+            raise typer.Exit(2)
+    res = load_corpus(paths or None)
+    if res.engine is None:
+        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
+        typer.echo("error: the corpus does not load; run `rulekit check` first", err=True)
+        raise typer.Exit(2)
+    results = None
+    if not no_tests:
+        ex = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])
+        results = run_tests(res.engine, ex).results
+    diags = lint_corpus(res, data, settings, results, cost=not no_cost)
+    write_output(render_diagnostics(diags, fmt, res.texts, tool="lint"), output)
+    raise typer.Exit(exit_code(diags))
