@@ -23,7 +23,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) bench/extraction.py
+	$(PY) bench/extraction.py --size-mb 200
+	$(PY) bench/attribute_e2e.py --size-mb 1024
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -181,8 +181,16 @@ class Accelerator:
             mid = len(idx) // 2
             return accepted(idx[:mid]) + accepted(idx[mid:])
 
-        ok = accepted(list(range(len(exprs))))
-        db = compiles(ok) if ok else None
+        cache = _hs_cache_path(exprs, flags)
+        db = _hs_cache_load(cache)
+        if db is not None:
+            ok = [int(j) for j in db[1]]
+            db = db[0]
+        else:
+            ok = accepted(list(range(len(exprs))))
+            db = compiles(ok) if ok else None
+            if db is not None:
+                _hs_cache_store(cache, db, ok)
         if db is None:
             return []
         self._hs_db = db
@@ -338,6 +346,50 @@ class Accelerator:
                     cands = per_line[cur_ls] = set()
                     line_end[cur_ls] = cur_le
             cands.add(rid)
+
+
+def _hs_cache_path(exprs, flags):
+    """Where a compiled Hyperscan database for these expressions is cached: the
+    user's cache folder (XDG_CACHE_HOME or ~/.cache), never the package folder.
+    RULEKIT_CACHE_DIR overrides it; an empty value disables the cache."""
+    import hashlib
+    base = os.environ.get("RULEKIT_CACHE_DIR")
+    if base is None:
+        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rulekit")
+    if not base:
+        return None
+    h = hashlib.sha256()
+    h.update(repr((getattr(_hs, "__version__", ""), flags)).encode())
+    for e in exprs:
+        h.update(e + b"\0")
+    return os.path.join(base, f"hs-{h.hexdigest()[:32]}.db")
+
+
+def _hs_cache_load(path):
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            header = f.readline()
+            blob = f.read()
+        ok = [int(x) for x in header.split()] if header.strip() else []
+        return _hs.loadb(blob, _hs.HS_MODE_BLOCK), ok
+    except Exception:  # a corrupt or foreign cache entry: recompile
+        return None
+
+
+def _hs_cache_store(path, db, ok) -> None:
+    if not path:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(" ".join(map(str, ok)).encode() + b"\n")
+            f.write(_hs.dumpb(db))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the cache is an optimisation only
 
 
 def _bytes_twin(pattern: str):

@@ -20,6 +20,8 @@ miss a line the rule matches:
   are dropped, and a rule cut at its `.*`-like gaps keeps only its most literal
   piece: a part of a concatenation matches wherever the whole does, and fewer gaps
   mean a smaller DFA, a faster Hyperscan compile and fewer callbacks;
+- a form that would open with a class or repeat starts at its first run of three
+  literal characters instead;
 - every counted repeat becomes `*` or `+` (a superset with far fewer states).
 
 Everything is emitted with `\\xHH` escapes, so the result is plain ASCII text valid
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rulekit import literals as L
 
@@ -52,6 +55,7 @@ class Superset:
 _NAMED_GROUP = re.compile(r"(?<!\\)\(\?P?<(?![=!])\w+>")
 
 
+@lru_cache(maxsize=8192)
 def superset_of(pattern: str, key: frozenset | None = None) -> Superset:
     """The byte-level superset of `pattern` (see the module docstring).  `key`: the
     rule's chosen prefilter factor (`literals.choose_keys`); the piece of the rule
@@ -63,6 +67,7 @@ def superset_of(pattern: str, key: frozenset | None = None) -> Superset:
     try:
         icase = bool(flags & re.IGNORECASE)
         items = _strip_nullable(_best_segment(_strip_nullable(list(tree)), key, icase))
+        items = _strip_nullable(_literal_start(items))
         if not items:
             return Superset(None, True, "the pattern matches the empty string, i.e. every line")
         text = _Emitter(bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)).seq(items)
@@ -133,6 +138,19 @@ def _best_segment(items, key=None, icase=False):
                 return list(segs[k])
     best = max(range(len(segs)), key=lambda k: (_literal_weight(segs[k]), k))
     return list(segs[best])
+
+
+def _literal_start(items):
+    """Start the gate form at its first run of 3 literal characters when it would
+    otherwise open with a class or repeat (`[\\w.-]+:\\d+ ... NCCL INFO`): any suffix
+    of a concatenation matches wherever the whole does, and a leading class keeps a
+    DFA thread alive on every word of every line."""
+    if not items or items[0][0] is L.LITERAL or (items[0][0] is L.AT and len(items) > 1 and items[1][0] is L.LITERAL):
+        return items
+    for k in range(1, len(items) - 2):
+        if all(items[k + j][0] is L.LITERAL for j in range(3)):
+            return items[k:]
+    return items
 
 
 def _nullable(op, av) -> bool:

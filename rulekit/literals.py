@@ -23,6 +23,7 @@ import bisect
 import re
 import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import ahocorasick_rs
@@ -53,6 +54,7 @@ def key_bytes(text: str) -> bytes:
     return text.encode("utf-8").lower()
 
 
+@lru_cache(maxsize=4096)
 def parse(pattern: str):
     """Python's parse tree of `pattern`, or None when Python cannot parse it
     (RE2-only syntax such as `\\pL`) or would read it differently from RE2
@@ -214,7 +216,8 @@ def _char_lang(code: int, icase: bool) -> frozenset[bytes] | None:
     return None  # non-ASCII cased letter under (?i): RE2's fold orbit is not ours to guess
 
 
-def factors_of(pattern: str) -> list[Factor] | None:
+@lru_cache(maxsize=4096)
+def factors_of(pattern: str) -> tuple[Factor, ...] | None:
     """Required factors of `pattern` (possibly empty), or None if Python cannot parse it."""
     tree = parse(pattern)
     if tree is None:
@@ -229,7 +232,7 @@ def factors_of(pattern: str) -> list[Factor] | None:
         if f not in seen:
             seen.add(f)
             out.append(f)
-    return out
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -275,7 +278,7 @@ def count_lines(sample: bytes | None) -> int:
     return sample.count(b"\n") + (0 if sample.endswith(b"\n") else 1)
 
 
-def choose_keys(all_factors: Sequence[list[Factor] | None], sample: bytes | None) -> list[KeyChoice]:
+def choose_keys(all_factors: Sequence[Sequence[Factor] | None], sample: bytes | None) -> list[KeyChoice]:
     """Per rule, the factor whose keys occur on the fewest sample lines; ties go to
     the factor shared by fewer rules, then to the longer one.  Without a sample,
     the factor with the longest shortest key."""
