@@ -464,7 +464,7 @@ repository: dict = {
         "patterns": [
             {"include": "#template-param"},
             {"match": r"\\/", "name": "constant.character.escape.slash.regexp.rulekit"},
-            {"match": r"\\[1-9]|\\k<[^>]*>|\\g<[^>]*>", "name": "invalid.illegal.backreference.regexp.rulekit"},
+            {"match": r"\\[1-9](?![0-9])|\\k<[^>]*>|\\g<[^>]*>", "name": "invalid.illegal.backreference.regexp.rulekit"},
             {"match": r"\\[dDwWsS]|\\[pP](?:\{\^?[A-Za-z_]+\}|[A-Za-z])",
              "name": "constant.other.character-class.escape.regexp.rulekit"},
             {"match": r"\\[bBAz]", "name": "keyword.control.anchor.regexp.rulekit"},

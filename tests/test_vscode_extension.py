@@ -1,0 +1,120 @@
+"""The VS Code extension (`vscode-extension/`) built and tested from `make test`.
+
+Runs, offline once `npm ci` has populated `node_modules` from the committed
+lock file: the TypeScript type check, the esbuild bundle, the grammar tests
+(vscode-tmgrammar-test scope assertions over `test/syntax/*`), the `node --test`
+suites (grammar coverage, pure helpers, and the activation test in which the
+real vscode-languageclient starts this repository's `rulekit lsp`), and
+`vsce package`.  Each step fails with its own output.  Also checks that the
+committed grammar JSON matches its generator and that the grammar samples and
+the README example are valid DSL.  Skips only when `node` / `npm` are missing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rulekit.dsl import parse_ast
+
+EXT = Path(__file__).resolve().parent.parent / "vscode-extension"
+NODE = shutil.which("node")
+NPM = shutil.which("npm")
+STAMP = EXT / "node_modules" / ".rulekit-lock-sha256"
+
+pytestmark = pytest.mark.skipif(not (NODE and NPM), reason="node/npm not installed: the VS Code extension cannot be "
+                                "built or tested here (CI has Node 20)")
+
+
+def run(argv: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(argv, cwd=EXT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "npm_config_update_notifier": "false", "NO_COLOR": "1", **(env or {})})
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        pytest.fail(f"`{' '.join(argv)}` exited {proc.returncode}:\n{out[-6000:]}", pytrace=False)
+    return out
+
+
+def bin_(name: str) -> str:
+    return str(EXT / "node_modules" / ".bin" / name)
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    """node_modules from the lock file (npm ci only when missing or the lock changed), then the bundle."""
+    lock_hash = hashlib.sha256((EXT / "package-lock.json").read_bytes()).hexdigest()
+    if not STAMP.exists() or STAMP.read_text().strip() != lock_hash:
+        run([NPM, "ci", "--prefer-offline", "--no-audit", "--no-fund"], timeout=300)
+        STAMP.write_text(lock_hash)
+    run([NPM, "run", "-s", "bundle"])
+    return EXT / "dist" / "extension.js"
+
+
+def test_grammar_json_is_generated_from_the_script():
+    proc = subprocess.run([sys.executable, str(EXT / "scripts" / "gen_grammar.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("sample", ["all-constructs.rule", "regex.rule"])
+def test_grammar_samples_are_valid_dsl(sample: str):
+    text = (EXT / "test" / "syntax" / sample).read_text(encoding="utf-8")
+    _, diags = parse_ast(text, sample)
+    assert [str(d) for d in diags] == []
+
+
+def test_invalid_sample_is_rejected_by_the_dsl():
+    text = (EXT / "test" / "syntax" / "invalid.rule").read_text(encoding="utf-8")
+    _, diags = parse_ast(text, "invalid.rule")
+    assert diags, "the invalid sample must not parse (it shows what the grammar marks invalid)"
+
+
+def test_readme_rule_blocks_are_valid_dsl():
+    readme = (EXT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```rule\n(.*?)^```", readme, re.M | re.S)
+    assert blocks, "the README shows a ```rule example"
+    for b in blocks:
+        _, diags = parse_ast(b, "README.md")
+        assert [str(d) for d in diags] == []
+
+
+def test_typecheck(built):
+    run([bin_("tsc"), "--noEmit", "-p", "."])
+
+
+def test_grammar_scope_assertions(built):
+    out = run([bin_("vscode-tmgrammar-test"), "test/syntax/*.rule"])
+    assert "failed" not in out
+    out = run([bin_("vscode-tmgrammar-test"), "-g", "test/grammars/markdown-min.tmLanguage.json", "test/syntax/*.md"])
+    assert "failed" not in out
+
+
+def test_node_suites_grammar_units_and_activation(built):
+    """node --test: grammar coverage, pure helpers, and the activation test against the real server."""
+    out = run([NODE, "--test", "--test-reporter=spec", *sorted(str(p.relative_to(EXT)) for p in (EXT / "test").glob("*.test.js"))],
+              timeout=180, env={"RULEKIT_PYTHON": sys.executable})
+    assert re.search(r"^ℹ fail 0$", out, re.M), out[-4000:]
+    # the activation suite may only skip when the server module is missing, and it is in this repository
+    for name in ("starts the server and registers the commands", "publishes the deliberate error with its code and range",
+                 "answers hover on a symptom name with its registration", "gives code lenses that run the tests",
+                 "runs the file's tests through the server", "says which Python is missing and how to fix it"):
+        assert re.search(rf"^\s*✔ {re.escape(name)} \(", out, re.M), f"activation test did not pass: {name}\n{out[-4000:]}"
+
+
+def test_vsce_package(built, tmp_path: Path):
+    vsix = tmp_path / "rulekit.vsix"
+    run([bin_("vsce"), "package", "--no-dependencies", "--out", str(vsix)], timeout=180)
+    names = set(zipfile.ZipFile(vsix).namelist())
+    for f in ("extension/package.json", "extension/dist/extension.js", "extension/syntaxes/rulekit.tmLanguage.json",
+              "extension/syntaxes/rulekit-markdown-injection.json", "extension/language-configuration.json",
+              "extension/readme.md"):
+        assert f in names, sorted(names)
+    assert not any(n.startswith("extension/src/") or n.startswith("extension/test/") or "node_modules" in n
+                   for n in names), sorted(names)
