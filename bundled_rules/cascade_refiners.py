@@ -115,3 +115,21 @@ def stop_explains_teardown(context):
     for sym in s.symptoms():
         if sym in STOP_TEARDOWN:
             s.demote(sym, "StopExplainsTeardown", f"teardown after {stops[0]}")
+
+
+@refiner_def(name="CompletedJobHandledErrors", author=AUTHOR, priority=RefinerPriority.FINAL + 70)
+def completed_job_handled_errors(context):
+    """The scheduler says every task exited 0 (SLURM_COMPLETED): application-level errors
+    in the log (a retried download's traceback, an OOM caught by a batch-size finder,
+    teardown noise) were handled and did not end the job; they are demoted.  Hardware,
+    network and infrastructure evidence stays: a completed job can still have run on a
+    failing node."""
+    s = context.symptoms
+    if "SLURM_COMPLETED" not in s:
+        return
+    reg = context.registry
+    for sym in s.symptoms():
+        if sym == "SLURM_COMPLETED":
+            continue
+        if reg.info(sym).outcome in ("application", "unknown", "cancelled", "timeout"):
+            s.demote(sym, "CompletedJobHandledErrors", "the job completed: this error was handled")
