@@ -340,6 +340,16 @@ class _Compiler:
             return False
         return True
 
+    def retype_ok(self, action: str, etype: A.Name | None, span: Span) -> bool:
+        """demote works on bad_node events, promote on interesting_node events."""
+        need = {"demote": "bad_node", "promote": "interesting_node"}.get(action)
+        if need is None or etype is None or etype.value == need or etype.value not in EMIT_TYPES:
+            return True
+        other = "interesting_node" if need == "bad_node" else "bad_node"
+        self.err("RK104", f"`{action}` turns {need} events into {other} events; `{etype.value}` events cannot be "
+                 f"{action}d (use `discard`, or select {need} events)", span)
+        return False
+
     def d_filter(self, d: A.FilterDecl) -> None:
         what = f"filter `{d.name.value}`"
         ok = True
@@ -348,14 +358,13 @@ class _Compiler:
             if isinstance(c, A.FilterAction):
                 ok &= self.event_type(c.event_type, what)
                 named += _exact(c.patterns) + (_exact(c.condition.patterns) if c.condition else [])
-                if c.action == "promote" and c.event_type is not None and c.event_type.value != "interesting_node":
-                    self.err("RK104", f"`promote` turns interesting_node events into bad_node events; "
-                             f"`{c.event_type.value}` events cannot be promoted", c.event_type.span)
-                    ok = False
+                ok &= self.retype_ok(c.action, c.event_type, c.event_type.span if c.event_type else c.span)
             elif isinstance(c, A.PerNode):
                 ok &= self.event_type(c.event_type, what)
                 named += _exact(c.patterns)
                 for s in c.body:
+                    if isinstance(s, A.GroupAct):
+                        ok &= self.retype_ok(s.action, c.event_type or A.Name(c.span, "bad_node"), s.span)
                     if isinstance(s, A.GroupAdd):
                         ok &= self.event_type(s.type, what)
                         if s.symptom:
