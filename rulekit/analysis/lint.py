@@ -238,8 +238,9 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
                     verdict = (f"`{big.name}` ({_symptom(big)}, rank {rbig}) wins on every such line, so `{small.name}` "
                                f"({_symptom(small)}, rank {rsmall}) can never decide the root cause on its own")
                 elif rbig < rsmall:
-                    verdict = (f"`{small.name}` ({_symptom(small)}, rank {rsmall}) outranks it there, so it still wins; "
-                               f"`{big.name}` adds {_symptom(big)} on every one of its lines")
+                    verdict = (f"`{small.name}` ({_symptom(small)}, rank {rsmall}) outranks `{big.name}` "
+                               f"({_symptom(big)}, rank {rbig}) on those lines, so it can still decide the root cause; "
+                               f"`{big.name}` adds {_symptom(big)} evidence on every one of them")
                 else:
                     verdict = f"both rank {rbig}: the earliest evidence decides, which makes attribution order-dependent"
             else:
