@@ -47,11 +47,11 @@ _IMPORT = re.compile(r"(?:^|\.)(?:ModuleNotFoundError|ImportError)$")
 def classify(exc_type: str, msg: str) -> tuple[str, str] | None:
     """(emit type, symptom) for the nearest-cause exception, or None to emit nothing.
 
-    Launcher wrappers (ChildFailedError) and injected faults have their own rules;
+    Launcher wrappers (ChildFailedError, CalledProcessError) and injected faults have their own rules;
     CUDA errors are already events of the CUDA text rules (kept here as interesting
     evidence); distributed errors are victims; interrupts mean the job was stopped."""
     short = exc_type.rsplit(".", 1)[-1]
-    if short in ("ChildFailedError", "InjectedException"):
+    if short in ("ChildFailedError", "InjectedException", "CalledProcessError"):
         return None
     if _INTERRUPT.search(exc_type):
         return "interesting_node", "PYTHON_INTERRUPTED"
