@@ -85,6 +85,29 @@ def test_readme_rule_blocks_are_valid_dsl():
         assert [str(d) for d in diags] == []
 
 
+def test_real_rule_files_have_no_invalid_tokens(built, tmp_path: Path):
+    """Every valid DSL text we have (bundled .rule files, the bundled TOML corpus converted to DSL, the
+    language reference's examples) must tokenize without a single invalid.* scope."""
+    from rulekit.dsl import toml_to_dsl
+
+    repo = EXT.parent
+    files = sorted(str(p) for p in (repo / "bundled_rules").glob("*.rule"))
+    for toml in sorted((repo / "bundled_rules").glob("*.toml")):
+        if toml.name.endswith(".test.toml"):
+            continue
+        out = tmp_path / f"{toml.stem}.rule"
+        out.write_text(toml_to_dsl(toml.read_text(encoding="utf-8"), str(toml)), encoding="utf-8")
+        files.append(str(out))
+    ref = repo / "grammar" / "README.md"
+    if ref.exists():
+        for i, block in enumerate(re.findall(r"^```rule\n(.*?)^```", ref.read_text(encoding="utf-8"), re.M | re.S)):
+            out = tmp_path / f"reference-{i}.rule"
+            out.write_text(block, encoding="utf-8")
+            files.append(str(out))
+    assert len(files) > 10
+    run([NODE, "test/tokenize.js", "--no-invalid", *files])
+
+
 def test_typecheck(built):
     run([bin_("tsc"), "--noEmit", "-p", "."])
 

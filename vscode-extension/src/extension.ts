@@ -30,6 +30,8 @@ export { renderAttributionHtml } from "./attribution";
 export { detectRuleFolders, documentSelector, isRuleFile } from "./ruleFolders";
 export { explainStartFailure, resolveLauncher } from "./server";
 
+const MAX_RESTARTS = 4;
+const RESTART_WINDOW_MS = 3 * 60 * 1000;
 const EXCLUDE = "**/{node_modules,.venv,venv,.git,dist,build,__pycache__}/**";
 const MAX_SCAN = 5000;
 
@@ -48,6 +50,7 @@ let launcher: Launcher | undefined;
 let ruleFolders: string[] = [];
 let startProblem: StartProblem | undefined;
 let starting: Promise<void> = Promise.resolve();
+let crashes: number[] = [];
 let serverOutput: vscode.LogOutputChannel;
 let testOutput: vscode.OutputChannel;
 
@@ -102,6 +105,7 @@ async function startServer(): Promise<void> {
   launcher = resolveLauncher(s.server, process.env, workspaceDirs(), (p) => fs.existsSync(p));
   ruleFolders = await findRuleFolders();
   startProblem = undefined;
+  crashes = [];
   serverOutput.appendLine(`rulekit: starting ${launcher.server.join(" ")} (chosen by ${launcher.source})`);
   serverOutput.appendLine(`rulekit: rule folders: ${ruleFolders.length ? ruleFolders.join(", ") : "(none found; .rule files only)"}`);
 
@@ -129,8 +133,23 @@ async function startServer(): Promise<void> {
     },
     errorHandler: {
       error: () => ({ action: ErrorAction.Continue }),
-      // a server that dies before it ever answered will die again: report it instead of looping
-      closed: () => (initialized ? { action: CloseAction.Restart } : { action: CloseAction.DoNotRestart, handled: true }),
+      closed: () => {
+        // a server that dies before it ever answered will die again: report it instead of looping;
+        // one that crashed later is restarted, at most MAX_RESTARTS times in RESTART_WINDOW_MS
+        const now = Date.now();
+        crashes = crashes.filter((t) => now - t < RESTART_WINDOW_MS);
+        crashes.push(now);
+        if (initialized && crashes.length <= MAX_RESTARTS) return { action: CloseAction.Restart };
+        const problem = initialized
+          ? { message: `rulekit: the language server crashed ${crashes.length} times in ${RESTART_WINDOW_MS / 60000} minutes and was not restarted.`,
+            fix: "See Output > rulekit Language Server, then run \"rulekit: Restart server\"." }
+          : undefined;
+        if (problem) {
+          startProblem = problem;
+          void showProblem(problem);
+        }
+        return { action: CloseAction.DoNotRestart, handled: true }; // reported here or by startServer
+      },
     },
   };
   const c = new LanguageClient("rulekit", "rulekit Language Server", serverOptions, clientOptions);

@@ -118,7 +118,7 @@ export function explainStartFailure(launcher: Launcher, errorCode: string | unde
 }
 
 /** The check run before starting the server through Python: imports what `rulekit lsp` needs. */
-export const PREFLIGHT_CODE = "import rulekit.cli, rulekit.cli.lsp";
+export const PREFLIGHT_CODE = "import rulekit.cli, rulekit.cli.lsp, rulekit_lsp, pygls";
 
 /**
  * Spawn a short check (`python -c "import rulekit.cli.lsp"`, or `rulekit --help`

@@ -176,6 +176,19 @@ describe("activation against the real language server", { skip: missing, timeout
     assert.doesNotMatch(html, /<script/i);
   });
 
+  it("restarts a server that crashed", async () => {
+    const proc = api.client._serverProcess; // private: the only handle on the child process
+    assert.ok(proc && proc.pid, "server process");
+    stub.recorded.diagnostics.clear();
+    process.kill(proc.pid, "SIGKILL");
+    await waitFor("a new server process", () => api.client._serverProcess && api.client._serverProcess.pid !== proc.pid && api.client.isRunning());
+    await waitFor("diagnostics from the new server", () => {
+      const d = stub.recorded.diagnostics.get(doc.uri.toString());
+      return d && d.some((x) => String(x.code?.value ?? x.code) === "RK203");
+    });
+    assert.equal(api.startProblem, undefined);
+  });
+
   it("restarts the server", async () => {
     const before = api.client;
     await stub.vscode.commands.executeCommand("rulekit.restartServer");

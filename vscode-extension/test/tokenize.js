@@ -47,9 +47,32 @@ async function tokenize(text, scope = "source.rulekit") {
 
 module.exports = { tokenize, GRAMMARS };
 
+/** Tokens of `text` that carry an invalid.* scope (a valid rule file must have none). */
+async function invalidTokens(text, scope = "source.rulekit") {
+  return (await tokenize(text, scope)).filter((t) => t.scopes.some((s) => s.startsWith("invalid.")));
+}
+
+module.exports.invalidTokens = invalidTokens;
+
 if (require.main === module) {
-  const [file, scope] = process.argv.slice(2);
-  tokenize(fs.readFileSync(file, "utf8"), scope).then((toks) => {
-    for (const t of toks) console.log(`${t.line}\t${JSON.stringify(t.text)}\t${t.scopes.slice(1).join(" ")}`);
-  }, (err) => { console.error(err.message); process.exit(1); });
+  const args = process.argv.slice(2);
+  if (args[0] === "--no-invalid") {
+    // `node test/tokenize.js --no-invalid FILE...`: exit 1 listing every invalid.* token of valid rule files
+    (async () => {
+      let bad = 0;
+      for (const f of args.slice(1)) {
+        for (const t of await invalidTokens(fs.readFileSync(f, "utf8"))) {
+          bad++;
+          console.log(`${f}:${t.line}: ${JSON.stringify(t.text)} ${t.scopes.slice(1).join(" ")}`);
+        }
+      }
+      console.log(`${args.length - 1} files, ${bad} invalid tokens`);
+      process.exit(bad ? 1 : 0);
+    })().catch((err) => { console.error(err.message); process.exit(2); });
+  } else {
+    const [file, scope] = args;
+    tokenize(fs.readFileSync(file, "utf8"), scope).then((toks) => {
+      for (const t of toks) console.log(`${t.line}\t${JSON.stringify(t.text)}\t${t.scopes.slice(1).join(" ")}`);
+    }, (err) => { console.error(err.message); process.exit(1); });
+  }
 }
