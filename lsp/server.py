@@ -15,7 +15,6 @@ from typing import Any
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
-from rulekit.diagnostics import Span
 from rulekit_lsp import __version__, convert
 from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
 from rulekit_lsp.features import completion as completion_mod
@@ -71,16 +70,18 @@ class RulekitLanguageServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         c = self.ws.change(path, doc.source, doc.version)
         if c is not None:
-            self.publish(c)
+            self.publish(c, force=path)
             self.after_edit(c, path)
 
-    def publish(self, corpus: Corpus) -> None:
+    def publish(self, corpus: Corpus, force: str | None = None) -> None:
+        """Publish every file whose diagnostics changed (an edit can change other
+        files'), and always the file `force` (just opened or edited)."""
         by_file = corpus.diagnostics_by_file()
         url = self.settings.code_docs_url
         for path, diags in by_file.items():
             key = tuple((d.code, d.span, d.message, d.severity) for d in diags)
             uri = convert.path_to_uri(path)
-            if self.published.get(uri) == key:
+            if self.published.get(uri) == key and path != force:
                 continue
             self.published[uri] = key
             st = corpus.files.get(path)
@@ -193,7 +194,7 @@ def did_open(ls: RulekitLanguageServer, params: T.DidOpenTextDocumentParams) -> 
         return
     c = ls.ws.open(path, td.text, td.version)
     if c is not None:
-        ls.publish(c)
+        ls.publish(c, force=path)
         ls.after_edit(c, path)
 
 

@@ -1,0 +1,199 @@
+"""Benchmark of the language server: edit-to-diagnostics latency (p50/p95/max)
+and memory, on the bundled corpus and on a generated corpus of 5,000 rules.
+
+Two measurements per corpus:
+- in process: `Corpus.update(edited file)` + cross-file validation + conversion
+  of every file's diagnostics to LSP objects (what the server does between a
+  debounced `didChange` and `publishDiagnostics`);
+- over stdio: a real LSP client (pygls) sends `didChange` to `rulekit_lsp.server`
+  (debounce 0) and waits for the `publishDiagnostics` of that version.
+Edits alternate between introducing and removing an error (an unregistered
+symptom), so every edit changes the published diagnostics.
+
+Targets (issue 7): p95 < 150 ms on the bundled corpus, < 1 s at 5,000 rules.
+
+    .venv/bin/python bench/lsp_latency.py [--edits 60] [--rules 5000] [--no-stdio]
+
+Writes the generated corpus under bench/.data/lsp_corpus_<N>/ (not in git).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from rulekit.loader import bundled_rules_path  # noqa: E402
+from rulekit_lsp import convert  # noqa: E402
+from rulekit_lsp.workspace import Corpus  # noqa: E402
+
+
+def generate_corpus(folder: Path, n_rules: int, per_file: int = 100) -> Path:
+    """n_rules extractors over n_rules/per_file TOML files, each with one inline test;
+    symptoms registered in one file.  Deterministic."""
+    if (folder / ".complete").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    n_files = (n_rules + per_file - 1) // per_file
+    sym = ["author = \"bench\"\n"]
+    for i in range(n_rules // 10 + 1):
+        sym.append(f'[[symptom]]\nname = "GEN_SYMPTOM_{i:04d}"\noutcome = "hardware"\nsub_domain = "gpu"\n'
+                   f'rank = {100 + i % 800}\ndocs = "generated symptom {i}"\n')
+    (folder / "000_symptoms.toml").write_text("\n".join(sym))
+    k = 0
+    for f in range(n_files):
+        parts = ['author = "bench"\n']
+        for _ in range(per_file):
+            if k >= n_rules:
+                break
+            word = f"gen{k:05d}"
+            parts.append(
+                f'[[extractor]]\nname = "GenRule{k:05d}"\nmatch_re = \'component {word} failed with code (?P<code>\\d+)\'\n'
+                f'emit = {{ type = "bad_node", symptom = "GEN_SYMPTOM_{k // 10:04d}" }}\n'
+                f'[[extractor.test]]\nline = "component {word} failed with code 7"\n'
+                f'symptom = "GEN_SYMPTOM_{k // 10:04d}"\n')
+            k += 1
+        (folder / f"gen_{f:03d}.toml").write_text("\n".join(parts))
+    (folder / ".complete").write_text("")
+    return folder
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def edits_for(text: str, n: int) -> list[str]:
+    """Alternate: break one symptom reference, then restore it."""
+    anchor = text.index('symptom = "') + len('symptom = "')
+    broken = text[:anchor] + "UNREGISTERED_" + text[anchor:]
+    return [broken if i % 2 == 0 else text for i in range(n)]
+
+
+def in_process(folder: Path, edited: str, n_edits: int) -> dict:
+    gc.collect()
+    tracemalloc.start()  # memory of the index: traced once, on a separate load (tracing slows Python down)
+    kept = Corpus([folder])
+    kept.diagnostics_by_file()
+    kept.index()
+    index_mb, index_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del kept
+    gc.collect()
+    t0 = time.perf_counter()
+    c = Corpus([folder])
+    c.diagnostics_by_file()
+    load_s = time.perf_counter() - t0
+    path = str((folder / edited).resolve())
+    texts = edits_for(c.files[path].text, n_edits)
+    lat = []
+    for t in texts:
+        s = time.perf_counter()
+        c.update(path, t)
+        by_file = c.diagnostics_by_file()
+        for p, ds in by_file.items():  # what the server converts (it publishes only changed files)
+            if p == path:
+                [convert.diagnostic(d, lambda q: c.files[q].text if q in c.files else None) for d in ds]
+        lat.append((time.perf_counter() - s) * 1000)
+    return {"rules": len(c.analyze().ruleset.rules), "files": len(c.files), "initial_load_s": round(load_s, 3),
+            "edits": len(lat), "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(pct(lat, 95), 1),
+            "max_ms": round(max(lat), 1), "index_heap_mb": round(index_mb / 2**20, 1),
+            "index_heap_peak_mb": round(index_peak / 2**20, 1)}
+
+
+async def over_stdio(folder: Path, edited: str, n_edits: int) -> dict:
+    from lsprotocol import types as T
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("bench", "0")
+    published: dict[tuple[str, int | None], float] = {}
+    events: dict[str, asyncio.Event] = {}
+
+    @client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diags(params: T.PublishDiagnosticsParams):
+        published[(params.uri, params.version)] = time.perf_counter()
+        ev = events.get(f"{params.uri}#{params.version}")
+        if ev:
+            ev.set()
+
+    @client.feature(T.WORKSPACE_CODE_LENS_REFRESH)
+    def _refresh(params):
+        return None
+
+    await client.start_io(sys.executable, "-m", "rulekit_lsp.server")
+    t0 = time.perf_counter()
+    await client.initialize_async(T.InitializeParams(
+        capabilities=T.ClientCapabilities(), root_uri=folder.as_uri(),
+        initialization_options={"ruleFolders": [str(folder)], "debounceMs": 0, "runTestsOnChange": False,
+                                "lint": False}))
+    client.initialized(T.InitializedParams())
+    path = (folder / edited).resolve()
+    uri = path.as_uri()
+    text = path.read_text()
+    ev = events[f"{uri}#1"] = asyncio.Event()
+    client.text_document_did_open(T.DidOpenTextDocumentParams(text_document=T.TextDocumentItem(
+        uri=uri, language_id="toml", version=1, text=text)))
+    await asyncio.wait_for(ev.wait(), 120)
+    ready_s = time.perf_counter() - t0
+    lat = []
+    for i, t in enumerate(edits_for(text, n_edits), start=2):
+        ev = events[f"{uri}#{i}"] = asyncio.Event()
+        s = time.perf_counter()
+        client.text_document_did_change(T.DidChangeTextDocumentParams(
+            text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=i),
+            content_changes=[T.TextDocumentContentChangeWholeDocument(text=t)]))
+        await asyncio.wait_for(ev.wait(), 60)
+        lat.append((published[(uri, i)] - s) * 1000)
+    rss = {}
+    pid = getattr(getattr(client, "_server", None), "pid", None)
+    if pid:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(("VmRSS", "VmHWM")):
+                    rss[line.split(":")[0]] = round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            pass
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return {"startup_to_first_publish_s": round(ready_s, 3), "edits": len(lat),
+            "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(pct(lat, 95), 1),
+            "max_ms": round(max(lat), 1),
+            "server_rss_mb": rss.get("VmRSS"), "server_peak_rss_mb": rss.get("VmHWM")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--edits", type=int, default=60)
+    ap.add_argument("--rules", type=int, default=5000)
+    ap.add_argument("--no-stdio", action="store_true")
+    args = ap.parse_args()
+    big = generate_corpus(HERE / ".data" / f"lsp_corpus_{args.rules}", args.rules)
+    cases = [("bundled", bundled_rules_path(), "nccl.toml", 150), (f"generated-{args.rules}", big, "gen_025.toml"
+                                                                   if args.rules > 2500 else "gen_000.toml", 1000)]
+    report = {}
+    for name, folder, edited, target in cases:
+        r = {"in_process": in_process(Path(folder), edited, args.edits)}
+        if not args.no_stdio:
+            r["stdio"] = asyncio.run(over_stdio(Path(folder), edited, args.edits))
+        worst = max(r["in_process"]["p95_ms"], r.get("stdio", {}).get("p95_ms", 0))
+        r["target_p95_ms"] = target
+        r["meets_target"] = worst < target
+        report[name] = r
+    report["max_rss_mb_this_process"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    report["cpu_count"] = os.cpu_count()
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
