@@ -102,6 +102,8 @@ def test_message_words(text, message):
     ("filter F LATE { for each node with \"X*\" { add bad_node \"{bogus}\" } }", "RK107", "{bogus}"),
     ("collector C { docs \"nothing gathered\" }", "RK102", "gather"),
     ('case "c" { expect { outcomes = "x" } }', "RK101", "outcomes"),
+    ("refiner R FINAL { when outcome unknown set outcome timeout }", "RK105", "POST_OUTCOME"),
+    ("refiner R POST_OUTCOME { when outcome unknwn set outcome timeout }", "RK106", "unknwn"),
     ('case "c" { job { id = "x" } }', "RK102", "expect"),
     ('prefix "X-" { docs "d" outcome hardware }', "RK101", "docs"),
 ])

@@ -46,6 +46,10 @@ refiner Cascade FINAL { when any "GPU_DEAD" discard "NET_*" }
 refiner Prefer FINAL + 1 { prefer "GPU_WARN" over "NET_DOWN" }
 refiner BurstOwnsNode FINAL + 2 { when any "BURST" on same node discard "GPU_DEAD" }
 
+refiner NoiseIsInfra POST_OUTCOME {
+  when outcome network and any "NET_FLAP" set outcome infrastructure sub_domain node
+}
+
 collector Versions {
   gather version from data unique
 }
@@ -113,6 +117,16 @@ case "same-node refiner acts only where the trigger is" {
   observe syslog on "n1" { "GPU WARN 1" "GPU WARN 2" "GPU WARN 3" "GPU DEAD" }
   observe syslog on "n2" { "GPU DEAD" }
   expect { root_cause = "BURST", root_node = "n1", symptoms = ["GPU_DEAD"], bad_nodes = ["n1", "n2"] }
+}
+case "post-outcome refiner changes the outcome" {
+  job { id = "m", state = "FAILED", nodes = ["n1"] }
+  observe syslog on "n1" { "NET FLAP" }
+  expect { outcome = "infrastructure", sub_domain = "node", root_cause = "NET_FLAP" }
+}
+case "post-outcome refiner leaves other outcomes alone" {
+  job { id = "n", state = "FAILED", nodes = ["n1"] }
+  observe syslog on "n1" { "NET DOWN" }
+  expect { outcome = "network", root_cause = "NET_DOWN" }
 }
 case "same-node refiner removes a symptom left on no node" {
   job { id = "l", state = "FAILED", nodes = ["n1"] }

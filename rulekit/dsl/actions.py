@@ -118,7 +118,7 @@ def describe_filter_action(act: A.FilterAction) -> str:
 def build_refiner(decl: A.RefinerDecl, rule_name: str, job_wide: bool) -> Callable[[Any], None]:
     """job_wide: FINAL / POST_OUTCOME (context.symptoms is the job-wide set and
     context.my_bad_nodes the per-node sets); else SCRUB (context.symptoms is one node's set)."""
-    steps = [c for c in decl.clauses if isinstance(c, (A.RefineWhen, A.RefineAlways, A.Prefer))]
+    steps = [c for c in decl.clauses if isinstance(c, (A.RefineWhen, A.RefineAlways, A.Prefer, A.OutcomeWhen))]
 
     def run(context: Any) -> None:
         top = context.symptoms
@@ -128,6 +128,8 @@ def build_refiner(decl: A.RefinerDecl, rule_name: str, job_wide: bool) -> Callab
         for step in steps:
             if isinstance(step, A.RefineWhen):
                 _refine_when(top, nodes, step, rule_name, job_wide)
+            elif isinstance(step, A.OutcomeWhen):
+                _outcome_when(context, top, step, rule_name)
             elif isinstance(step, A.RefineAlways):
                 _act(step.action, [top, *nodes], matcher(_vals(step.targets)), lambda s: False, rule_name,
                      f"{step.action} {', '.join(_vals(step.targets))}")
@@ -174,6 +176,27 @@ def _refine_when(top: Any, nodes: list[Any], step: A.RefineWhen, rule: str, job_
         return
     if _holds(top, step):
         _act(step.action, [top, *nodes], target, keep, rule, reason)
+
+
+def _outcome_when(context: Any, top: Any, step: A.OutcomeWhen, rule: str) -> None:
+    decision = getattr(context, "outcome", None)
+    if decision is None:
+        return
+    if (decision.outcome in {w.value for w in step.outcomes}) == step.negate:
+        return
+    if step.patterns:
+        have = list(top.symptoms())
+        pats = _vals(step.patterns)
+        if step.quant == "all":
+            found = all(any(matcher([p])(s) for s in have) for p in pats)
+        else:
+            found = any(matcher(pats)(s) for s in have)
+        if not found:
+            return
+    changes = {"outcome": step.set_outcome.value}
+    if step.set_sub_domain is not None:
+        changes["sub_domain"] = step.set_sub_domain.value
+    decision.set(rule, **changes)
 
 
 def _prefer(top: Any, nodes: list[Any], step: A.Prefer, rule: str) -> None:

@@ -260,6 +260,18 @@ class Prefer(Node):
 
 
 @dataclass
+class OutcomeWhen(Node):
+    """POST_OUTCOME: `when|unless outcome W, ... [and [any|all] "P", ...] set outcome W [sub_domain W]`."""
+
+    negate: bool
+    outcomes: list[Word]
+    quant: str | None
+    patterns: list[Str]
+    set_outcome: Word
+    set_sub_domain: Word | None
+
+
+@dataclass
 class GatherClause(Node):
     fields: list[Word]
     event_type: Name | None
@@ -288,7 +300,7 @@ class ExpectClause(Node):
 Clause = Union[
     AuthorClause, DocsClause, OutcomeClause, SubDomainClause, RankClause, AliasesClause, SourceClause,
     FormatClause, RequiresClause, UsesClause, MatchClause, KeyClause, EmitClause, TestClause, Param,
-    MemberDecl, EntryDecl, FilterAction, PerNode, RefineWhen, RefineAlways, Prefer, GatherClause,
+    MemberDecl, EntryDecl, FilterAction, PerNode, RefineWhen, RefineAlways, Prefer, OutcomeWhen, GatherClause,
     JobClause, ObserveClause, ExpectClause,
 ]
 

@@ -19,6 +19,7 @@ from rulekit.dsl import ast as A
 from rulekit.expand import expand_catalog_pattern, substitute_params, template_names
 from rulekit.model import (
     EMIT_TYPES,
+    OUTCOMES,
     CollectorRule,
     Emit,
     ExtractorRule,
@@ -394,7 +395,16 @@ class _Compiler:
                 named += _exact(c.targets)
             elif isinstance(c, A.Prefer):
                 named += _exact(c.order)
+            elif isinstance(c, A.OutcomeWhen):
+                named += _exact(c.patterns)
+                for w in [*c.outcomes, c.set_outcome]:
+                    if w.value not in OUTCOMES:
+                        self.err("RK106", f"`{w.value}` is not an outcome; use one of {', '.join(OUTCOMES)}", w.span)
         prio = self.priority(d, RefinerPriority)
+        if any(isinstance(c, A.OutcomeWhen) for c in d.clauses) and not (
+                isinstance(prio, int) and prio >= RefinerPriority.POST_OUTCOME):
+            self.err("RK105", f"refiner `{d.name.value}` changes the outcome, which exists only in POST_OUTCOME; "
+                     "give it the POST_OUTCOME stratum", d.priority.stratum.span if d.priority else d.name.span)
         job_wide = isinstance(prio, int) and prio >= RefinerPriority.FINAL
         self.out.rules.append(RefinerRule(
             name=d.name.value, author=self.rule_author(d), span=d.name.span, priority=prio,

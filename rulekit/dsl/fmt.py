@@ -20,7 +20,8 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(\[[^\]\s\"]*\])?")
 KEYWORDS = frozenset("""
 author symptom prefix extractor family catalog filter refiner collector case outcome sub_domain rank docs aliases
 source format requires uses python match key emit node fields test with nothing captures member entry demote
-discard promote on when unless same anywhere for each at least add them any all prefer over gather from unique job
+discard promote on when unless same anywhere for each at least add them any all prefer over and set gather from
+unique job
 observe expect true false
 """.split())
 INDENT = "  "
@@ -208,6 +209,14 @@ def clause_text(c) -> str:
         return s + f" {c.action} {strs(c.targets)}"
     if isinstance(c, A.RefineAlways):
         return f"{c.action} {strs(c.targets)}"
+    if isinstance(c, A.OutcomeWhen):
+        s = ("unless" if c.negate else "when") + f" outcome {words(c.outcomes)}"
+        if c.patterns:
+            s += " and" + (f" {c.quant}" if c.quant else "") + f" {strs(c.patterns)}"
+        s += f" set outcome {word(c.set_outcome)}"
+        if c.set_sub_domain is not None:
+            s += f" sub_domain {word(c.set_sub_domain)}"
+        return s
     if isinstance(c, A.Prefer):
         return "prefer " + " over ".join(q(x.value) for x in c.order)
     if isinstance(c, A.GatherClause):

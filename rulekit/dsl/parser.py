@@ -572,6 +572,17 @@ class _Builder:
     def c_prefer_cl(self, t):
         return A.Prefer(self.span(t), [self.string(c) for c in t.children])
 
+    def c_outcome_when(self, t):
+        kw, outcomes, also, new_outcome, sub = t.children
+        quant = None
+        pats: list[A.Str] = []
+        if also is not None:
+            q, pl = also.children
+            quant = q.children[0].value if q is not None else None
+            pats = self.strings(pl)
+        return A.OutcomeWhen(self.span(t), kw.children[0].value == "unless", self.words(outcomes), quant, pats,
+                             self.word(new_outcome), self.word(sub.children[0]) if sub is not None else None)
+
     def c_gather_cl(self, t):
         names, etype, pats, uniq = t.children
         return A.GatherClause(self.span(t), self.words(names), self.name(etype) if etype is not None else None,
