@@ -88,3 +88,26 @@ def test_traceback_event_keeps_first_and_final_exception(bundled):
     f = events[0].fields
     assert (f["exc_type"], f["final_exc_type"], f["chain_len"]) == ("KeyError", "RuntimeError", "2")
     assert events[0].node == "node0002"
+
+
+def _attribute_case(engine, name):
+    from rulekit.testing import job_from_mapping
+
+    case = next(c for c in engine.job_tests if c.name == name)
+    with Session(engine, job_from_mapping(case.job)) as s:
+        for o in case.observations:
+            s.ingest(Observation(source=o.source, format=o.format, node=o.node, lines=list(o.lines), label="t"))
+        return s.attribute()
+
+
+def test_watchdog_straggler_is_interesting_not_bad(bundled):
+    result = _attribute_case(bundled, "the rank behind in the collective sequence is a straggler suspect "
+                                      "(interesting only)")
+    assert result["interesting_nodes"] == [{"node": "node-02", "symptoms": ["NCCL_STRAGGLER_SUSPECT"]}]
+    assert [b["node"] for b in result["bad_nodes"]] == ["node-01"]
+    assert result["outcome"] == "unknown"
+
+
+def test_no_straggler_when_a_primary_fault_is_known(bundled):
+    result = _attribute_case(bundled, "xid79 explains the NCCL timeouts on every other node")
+    assert all("NCCL_STRAGGLER_SUSPECT" not in n["symptoms"] for n in result["interesting_nodes"])
