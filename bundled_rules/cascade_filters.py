@@ -197,6 +197,33 @@ def ib_status12_peer_blame(context):
             stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+@filter_def(name="TracebackFanOut", author=AUTHOR, priority=FilterPriority.MID + 40)
+def traceback_fan_out(context):
+    """Identical tracebacks on many ranks are one failure fanned out (every rank ran the
+    same code on the same config): keep the earliest one as the bad event and demote the
+    copies (same exception type, same message up to numbers) to interesting."""
+    stream = context.event_stream
+    groups = {}
+    for e in stream.bad_events():
+        if e.rule != "PythonTraceback":
+            continue
+        key = (e.symptom, e.fields.get("exc_type"), _DIGITS.sub("#", e.fields.get("exc_msg") or ""))
+        groups.setdefault(key, []).append(e)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda e: (order_key(e)[:2], rank_field(e) if rank_field(e) is not None else 1 << 30,
+                                  order_key(e)[2:]))
+        first = group[0]
+        copies = [e for e in group[1:] if e.node != first.node or rank_field(e) != rank_field(first)]
+        if copies:
+            stream.demote(copies, rule="TracebackFanOut",
+                          reason=f"same {first.fields.get('exc_type')} as rank {rank_field(first)} on {first.node}")
+
+
 # ---- STANDARD ----------------------------------------------------------------------------------
 
 @filter_def(name="TransientStorageRecovered", author=AUTHOR, priority=FilterPriority.STANDARD + 10,
