@@ -18,10 +18,13 @@ from rulekit.diagnostics import Diagnostic, Span
 
 
 def _files(paths: list[Path]) -> list[Path]:
+    """Files as given; for a folder, its top-level `*.rule` and `*.toml` files (a rules
+    folder is flat, like the loader reads it; `pyproject.toml` is not a rule file)."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.suffix in (".rule", ".toml") and f.is_file()))
+            out.extend(sorted(f for f in p.iterdir() if f.suffix in (".rule", ".toml") and f.is_file()
+                              and not f.name.startswith(".") and f.name != "pyproject.toml"))
         else:
             out.append(p)
     return out
