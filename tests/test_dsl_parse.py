@@ -286,3 +286,14 @@ def test_expected_at_after_an_error_is_empty():
     from rulekit.dsl import expected_at
 
     assert expected_at('extractor A { } }\n', 1, 18) == []
+
+
+def test_every_terminal_has_words_for_error_messages():
+    from rulekit.dsl.parser import _terminal_words, lark_parser
+
+    words = _terminal_words()
+    for t in lark_parser().terminals:
+        if t.name in ("WS", "COMMENT"):
+            continue
+        assert t.name in words, t.name
+        assert words[t.name] != t.name.lower()
