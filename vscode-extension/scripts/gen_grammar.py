@@ -28,8 +28,6 @@ STRATA_FILTER = ("EARLY", "MID", "STANDARD", "LATE")
 STRATA_REFINER = ("SCRUB", "FINAL", "POST_OUTCOME")
 EVENT_TYPES = ("bad_node", "interesting_node", "bad_peers", "data")
 OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")
-DECL_KEYWORDS = ("symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "case",
-                 "member", "entry")
 CLAUSE_KEYWORDS = ("author", "outcome", "sub_domain", "rank", "docs", "aliases", "source", "format", "requires",
                    "uses", "python", "match", "key", "emit", "node", "fields", "test", "with", "captures", "on",
                    "same", "anywhere", "for", "each", "at", "least", "add", "them", "any", "all", "prefer", "over",
@@ -44,8 +42,8 @@ def kw(words) -> str:
     return NB + "(" + alt(words) + ")" + NA
 
 
-def word_or_string(scope: str) -> str:
-    """NAME or "STRING" as one group; see `word_captures`."""
+def word_or_string() -> str:
+    """NAME or "STRING" (5 groups); see `word_captures`."""
     return rf"(?:({NAME})|((\")((?:[^\"\\]|\\.)*)(\")))"
 
 
@@ -78,17 +76,6 @@ def list_of(scope: str) -> dict:
 
 LIST = rf"(?:{NAME}|{STR})(?:\s*,\s*(?:{NAME}|{STR}))*"
 
-event_type = {
-    "patterns": [
-        {"match": NB + "(" + alt(EVENT_TYPES) + ")" + NA, "name": "support.type.event.rulekit"},
-    ]
-}
-
-
-def region(begin: str, begin_captures: dict, end: str, name: str, patterns: list) -> dict:
-    return {"begin": begin, "beginCaptures": begin_captures, "end": end, "name": name, "patterns": patterns}
-
-
 # clauses that end at a keyword of the next part of the clause, a brace, a comment or the line end
 def until(words) -> str:
     return r"(?=" + NB + alt(words) + NA + r"|[{}#]|$)"
@@ -112,20 +99,20 @@ repository: dict = {
     },
     # ---- declaration headers ---------------------------------------------------
     "symptom-decl": {
-        "match": NB + r"(symptom|prefix)\s+" + word_or_string("x"),
+        "match": NB + r"(symptom|prefix)\s+" + word_or_string(),
         "captures": {"1": {"name": "keyword.declaration.symptom.rulekit"},
                      **word_captures(2, "entity.name.type.symptom.rulekit",
                                      [{"include": "#string-escape"}])},
     },
     "rule-decl": {
-        "match": NB + r"(extractor|family|catalog|collector)\s+" + word_or_string("x"),
+        "match": NB + r"(extractor|family|catalog|collector)\s+" + word_or_string(),
         "captures": {"1": {"name": "keyword.declaration.rule.rulekit"},
                      **word_captures(2, "entity.name.function.rule.rulekit", [{"include": "#string-escape"}])},
     },
     "priority-decl": {
         "patterns": [
             {
-                "match": NB + r"(filter)\s+" + word_or_string("x") + r"(?:\s+(?:(" + alt(STRATA_FILTER) + ")" + NA
+                "match": NB + r"(filter)\s+" + word_or_string() + r"(?:\s+(?:(" + alt(STRATA_FILTER) + ")" + NA
                 + rf"|({NAME}))(?:\s*(\+)\s*(-?[0-9]+))?)?",
                 "captures": {"1": {"name": "keyword.declaration.rule.rulekit"},
                              **word_captures(2, "entity.name.function.rule.rulekit", [{"include": "#string-escape"}]),
@@ -135,7 +122,7 @@ repository: dict = {
                              "10": {"name": "constant.numeric.integer.rulekit"}},
             },
             {
-                "match": NB + r"(refiner)\s+" + word_or_string("x") + r"(?:\s+(?:(" + alt(STRATA_REFINER) + ")" + NA
+                "match": NB + r"(refiner)\s+" + word_or_string() + r"(?:\s+(?:(" + alt(STRATA_REFINER) + ")" + NA
                 + rf"|({NAME}))(?:\s*(\+)\s*(-?[0-9]+))?)?",
                 "captures": {"1": {"name": "keyword.declaration.rule.rulekit"},
                              **word_captures(2, "entity.name.function.rule.rulekit", [{"include": "#string-escape"}]),
@@ -147,7 +134,7 @@ repository: dict = {
         ]
     },
     "member-decl": {
-        "match": NB + r"(member)\s+" + word_or_string("x"),
+        "match": NB + r"(member)\s+" + word_or_string(),
         "captures": {"1": {"name": "keyword.declaration.member.rulekit"},
                      **word_captures(2, "entity.name.function.member.rulekit", [{"include": "#string-escape"}])},
     },
@@ -204,8 +191,8 @@ repository: dict = {
         "name": "keyword.other.case.rulekit",
     },
     "observe": {
-        "begin": NB + r"(observe)\s+" + word_or_string("x")
-        + r"(?:\s+(on)\s+((\")((?:[^\"\\]|\\.)*)(\")))?(?:\s+(format)\s+" + word_or_string("x") + r")?\s*(\{)",
+        "begin": NB + r"(observe)\s+" + word_or_string()
+        + r"(?:\s+(on)\s+((\")((?:[^\"\\]|\\.)*)(\")))?(?:\s+(format)\s+" + word_or_string() + r")?\s*(\{)",
         "beginCaptures": {"1": {"name": "keyword.other.observe.rulekit"},
                           **word_captures(2, "support.constant.source.rulekit"),
                           "7": {"name": "keyword.other.clause.rulekit"},

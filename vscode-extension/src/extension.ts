@@ -23,7 +23,7 @@ import {
   ServerOptions,
 } from "vscode-languageclient/node";
 import { renderAttributionHtml } from "./attribution";
-import { detectRuleFolders, documentSelector, resolveConfiguredFolders } from "./ruleFolders";
+import { detectRuleFolders, documentSelector, isRuleFile, resolveConfiguredFolders } from "./ruleFolders";
 import { explainStartFailure, Launcher, preflight, resolveLauncher, StartProblem } from "./server";
 
 export { renderAttributionHtml } from "./attribution";
@@ -75,21 +75,7 @@ async function findRuleFolders(): Promise<string[]> {
   const configured = settings().ruleFolders;
   if (configured.length) return resolveConfiguredFolders(configured, workspaceDirs());
   const uris = await vscode.workspace.findFiles("**/*.{rule,toml,py}", EXCLUDE, MAX_SCAN);
-  const files = uris.filter((u) => u.scheme === "file").map((u) => {
-    let head = "";
-    try {
-      const fd = fs.openSync(u.fsPath, "r");
-      try {
-        const buf = Buffer.alloc(8192);
-        head = buf.toString("utf8", 0, fs.readSync(fd, buf, 0, buf.length, 0));
-      } finally {
-        fs.closeSync(fd);
-      }
-    } catch {
-      // unreadable file: not a rule file
-    }
-    return { path: u.fsPath, head };
-  });
+  const files = uris.filter((u) => u.scheme === "file").map((u) => ({ path: u.fsPath, head: readHead(u.fsPath) }));
   return detectRuleFolders(files);
 }
 
@@ -324,6 +310,38 @@ async function attributeJobFolder(uri?: vscode.Uri): Promise<string | undefined>
   return html;
 }
 
+/** File head for rule-file detection (empty when unreadable). */
+function readHead(p: string): string {
+  try {
+    const fd = fs.openSync(p, "r");
+    try {
+      const buf = Buffer.alloc(8192);
+      return buf.toString("utf8", 0, fs.readSync(fd, buf, 0, buf.length, 0));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * A rule file created in a folder that is not a rule folder yet (auto-detection
+ * only): restart so the document selector covers the new folder.
+ */
+function watchNewRuleFolders(): vscode.Disposable {
+  const watcher = vscode.workspace.createFileSystemWatcher("**/*.{rule,toml,py}", false, true, true);
+  let timer: NodeJS.Timeout | undefined;
+  watcher.onDidCreate((uri) => {
+    if (uri.scheme !== "file" || settings().ruleFolders.length) return;
+    const dir = path.dirname(uri.fsPath);
+    if (ruleFolders.includes(dir) || path.basename(dir) === "common" || !isRuleFile(uri.fsPath, readHead(uri.fsPath))) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => void restart(), 1000);
+  });
+  return vscode.Disposable.from(watcher, { dispose: () => timer && clearTimeout(timer) });
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<RulekitApi> {
   serverOutput = vscode.window.createOutputChannel("rulekit Language Server", { log: true });
   testOutput = vscode.window.createOutputChannel("rulekit Tests");
@@ -338,6 +356,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Ruleki
       if (e.affectsConfiguration("rulekit.server") || e.affectsConfiguration("rulekit.ruleFolders")) void restart();
     }),
     vscode.workspace.onDidChangeWorkspaceFolders(() => void restart()),
+    watchNewRuleFolders(),
   );
   starting = startServer();
   await starting;

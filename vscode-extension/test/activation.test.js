@@ -189,6 +189,21 @@ describe("activation against the real language server", { skip: missing, timeout
     assert.equal(api.startProblem, undefined);
   });
 
+  it("picks up a rule folder created after activation", async () => {
+    const dir = path.join(WS, "new-rules.tmp");
+    const file = path.join(dir, "late.rule");
+    fs.mkdirSync(dir, { recursive: true });
+    try {
+      fs.writeFileSync(file, 'symptom "LATE" {\n  outcome unknown\n  sub_domain x\n  rank 1\n}\n');
+      const before = api.client;
+      for (const w of stub.recorded.watchers) w.created.fire(stub.vscode.Uri.file(file));
+      await waitFor("a restart with the new folder", () => api.client && api.client !== before && api.client.isRunning());
+      assert.ok(api.ruleFolders.includes(dir), JSON.stringify(api.ruleFolders));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("restarts the server", async () => {
     const before = api.client;
     await stub.vscode.commands.executeCommand("rulekit.restartServer");

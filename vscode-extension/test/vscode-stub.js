@@ -15,6 +15,7 @@ const recorded = {
   messages: [],                 // {level, message, items}
   outputs: new Map(),           // channel name -> text
   webviews: [],                 // {viewType, title, webview: {html}}
+  watchers: [],                 // file system watchers ({glob, created, changed, deleted} emitters)
   unknown: new Set(),           // vscode members the stub does not model (for debugging)
 };
 const configValues = {};        // "rulekit.server.pythonPath" -> value
@@ -287,7 +288,15 @@ const workspace = {
   },
   getWorkspaceFolder(uri) { return workspace.workspaceFolders.find((f) => uri.fsPath.startsWith(f.uri.fsPath)); },
   asRelativePath(p) { return typeof p === "string" ? p : p.fsPath; },
-  createFileSystemWatcher: () => ({ onDidCreate: noEvent, onDidChange: noEvent, onDidDelete: noEvent, dispose() {}, ignoreCreateEvents: false, ignoreChangeEvents: false, ignoreDeleteEvents: false }),
+  createFileSystemWatcher: (glob) => {
+    const created = new EventEmitter();
+    const changed = new EventEmitter();
+    const deleted = new EventEmitter();
+    const w = { glob, created, changed, deleted, onDidCreate: created.event, onDidChange: changed.event, onDidDelete: deleted.event,
+      dispose() { recorded.watchers.splice(recorded.watchers.indexOf(w), 1); } };
+    recorded.watchers.push(w);
+    return w;
+  },
   onDidChangeConfiguration: (l) => { listeners.didChangeConfiguration.push(l); return new Disposable(); },
   saveAll: async () => true,
   applyEdit: async () => true,
