@@ -58,8 +58,18 @@ def test_random_edits_only_give_diagnostics(text):
     if not syntax:
         # a file that parses formats into a file that parses to the same rules
         again, diags2 = parse_file(out, "fuzz.rule")
-        assert [r.name for r in again.rules] == [r.name for r in ruleset.rules]
+        assert [_meaning(r) for r in again.rules] == [_meaning(r) for r in ruleset.rules]
+        assert [(s.name, s.outcome, s.sub_domain, s.rank, s.docs, s.aliases) for s in again.symptoms] == \
+            [(s.name, s.outcome, s.sub_domain, s.rank, s.docs, s.aliases) for s in ruleset.symptoms]
+        assert [c.code for c in diags2] == [c.code for c in diags]
         assert format_dsl(out) == out
+
+
+def _meaning(r) -> tuple:
+    emit = getattr(r, "emit", None)
+    return (r.name, r.kind.value, getattr(r, "match_re", None), emit and (emit.type, emit.symptom, emit.node, emit.fields),
+            getattr(r, "priority", None), r.requires, getattr(r, "symptoms", None), r.docs,
+            [(t.line, t.expect, t.symptom, t.node, t.captures, t.source, t.format) for t in getattr(r, "tests", ())])
 
 
 @settings(max_examples=200, deadline=None)
