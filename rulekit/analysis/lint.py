@@ -225,6 +225,12 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
         shadow = None
         if na is not None and nb is not None:
             for big, small, nbig, nsmall in ((a, b, na, nb), (b, a, nb, na)):
+                # cheap exact disproof first: a line `small` matches that `big` does not
+                short = OV.shortest_line(nsmall, budget, rep)
+                if short is not None and compile_pattern(big.match_re).search(short) is None:
+                    continue
+                if any(compile_pattern(big.match_re).search(lines[i]) is None for i in hits.get(small.name, ())):
+                    continue
                 c = OV.contains(nbig, nsmall, budget, rep)
                 if c.found is True and c.exact:
                     shadow = (big, small)

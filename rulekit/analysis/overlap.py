@@ -484,6 +484,19 @@ def contains(a: str | NFA, b: str | NFA, budget: int = 4000, max_repeat: int = 4
     return SearchResult(True, None, exact, len(parent))
 
 
+def _never() -> NFA:
+    nfa = NFA()
+    nfa.start = nfa.new()
+    nfa.accept = nfa.new()  # unreachable
+    return nfa
+
+
+def shortest_line(b: str | NFA, budget: int = 4000, max_repeat: int = 40) -> str | None:
+    """A shortest line `b` matches (None: none within the budget)."""
+    res = contains(_never(), b, budget, max_repeat)
+    return res.witness if res.found is False else None
+
+
 def _has(cs: CharSet, c: int) -> bool:
     return any(lo <= c <= hi for lo, hi in cs)
 
