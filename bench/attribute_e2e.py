@@ -99,7 +99,15 @@ def check_expected(stdout: str) -> str:
     results = got if isinstance(got, list) else [got]
     bad = []
     for r in results:
-        res = r.get("result", r)
+        res = dict(r.get("result", r))
+        rc = res.get("root_cause")
+        if isinstance(rc, dict):  # the CLI's JSON nests symptom and node under root_cause
+            res["root_cause"] = rc.get("symptom")
+            res.setdefault("root_node", rc.get("node"))
+            if res.get("root_node") is None:
+                res["root_node"] = rc.get("node")
+        if isinstance(res.get("bad_nodes"), list):
+            res["bad_nodes"] = [b.get("node") if isinstance(b, dict) else b for b in res["bad_nodes"]]
         for k, v in want.items():
             if res.get(k) != v:
                 bad.append(f"{k}: {res.get(k)!r} != {v!r}")

@@ -59,18 +59,11 @@ def parse(pattern: str):
     """Python's parse tree of `pattern`, or None when Python cannot parse it
     (RE2-only syntax such as `\\pL`) or would read it differently from RE2
     (`[[:alpha:]]`, `x{,3}`)."""
-    import warnings
-
-    from rulekit.regex import python_divergence
+    from rulekit.regex import python_divergence, python_parse
 
     if python_divergence(pattern) is not None:
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return sre_parse.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
-        return None
+    return python_parse(pattern)
 
 
 class _Walker:

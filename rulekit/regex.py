@@ -240,7 +240,7 @@ def _error_span(pattern: str) -> tuple[int, int]:
 
 def _re2_error(pattern: str) -> str | None:
     try:
-        re2.compile(pattern)
+        compile_pattern(pattern)  # cached: loading validates and then runs the same pattern
     except Exception as e:  # re2.error, or the fallback exception
         return str(e) or type(e).__name__
     return None
@@ -261,9 +261,16 @@ def compile_big(pattern: str | bytes, max_mem: int = MAX_MEM):
 
 
 def group_names(pattern: str) -> set[str]:
+    tree = python_parse(pattern)
+    return set(tree.state.groupdict) if tree is not None else set()
+
+
+@lru_cache(maxsize=4096)
+def python_parse(pattern: str):
+    """Python's parse tree of `pattern` (cached), or None if Python cannot parse it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return set(sre_parse.parse(pattern).state.groupdict)
-    except re.error:
-        return set()
+            return sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        return None
