@@ -12,6 +12,7 @@
 import { spawn } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
+import * as readline from "readline";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -45,7 +46,36 @@ export interface RulekitApi {
   ready(): Promise<void>;
 }
 
-let client: LanguageClient | undefined;
+/**
+ * The language client, quiet while starting: a server that cannot start gets
+ * one message from `startServer` (with the fix), not the client's generic ones.
+ */
+class RulekitClient extends LanguageClient {
+  quietStart = true;
+
+  override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    super.error(message, data, this.quietStart ? false : showNotification);
+  }
+}
+
+/** Server stdout/stderr handling that also keeps the last stderr lines, to explain a failed start. */
+function recordingStdio(): { stdio: NonNullable<LanguageClientOptions["stdioOptions"]>; recent: () => string } {
+  let lines: string[] = [];
+  const lineByLine = (input: NodeJS.ReadableStream, sink: (line: string) => void) =>
+    readline.createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 }).on("line", sink);
+  return {
+    stdio: {
+      stdout: (input, channel) => lineByLine(input, (l) => channel.info(l)),
+      stderr: (input, channel) => lineByLine(input, (l) => {
+        lines = [...lines.slice(-40), l];
+        channel.error(l);
+      }),
+    },
+    recent: () => lines.join("\n"),
+  };
+}
+
+let client: RulekitClient | undefined;
 let launcher: Launcher | undefined;
 let ruleFolders: string[] = [];
 let startProblem: StartProblem | undefined;
@@ -107,16 +137,20 @@ async function startServer(): Promise<void> {
     options: { cwd: workspaceDirs()[0], env: { ...process.env, PYTHONUNBUFFERED: "1" } },
   };
   const configured = resolveConfiguredFolders(s.ruleFolders, workspaceDirs());
+  const recording = recordingStdio();
   let initialized = false;
   const clientOptions: LanguageClientOptions = {
     documentSelector: documentSelector(ruleFolders),
     outputChannel: serverOutput,
+    stdioOptions: recording.stdio,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     // the server finds rule folders itself; a configured list makes them one corpus
     initializationOptions: configured.length ? { ruleFolders: configured } : {},
     synchronize: {
       fileEvents: vscode.workspace.createFileSystemWatcher("**/*.{rule,toml,py}"),
     },
+    // a failed initialize is reported once, by startServer, with the fix
+    initializationFailedHandler: () => false,
     errorHandler: {
       error: () => ({ action: ErrorAction.Continue }),
       closed: () => {
@@ -138,15 +172,20 @@ async function startServer(): Promise<void> {
       },
     },
   };
-  const c = new LanguageClient("rulekit", "rulekit Language Server", serverOptions, clientOptions);
+  const c = new RulekitClient("rulekit", "rulekit Language Server", serverOptions, clientOptions);
   client = c;
   try {
     await c.start();
     initialized = true;
+    c.quietStart = false;
   } catch (err) {
     client = undefined;
     const e = err as NodeJS.ErrnoException;
-    startProblem = explainStartFailure(launcher, e?.code, String(e?.message ?? err));
+    // the server's own words (its stderr, in the output channel) explain more than the client's error;
+    // give the last of it a moment to arrive after the process exited
+    await new Promise((r) => setTimeout(r, 300));
+    const said = recording.recent().trim();
+    startProblem = explainStartFailure(launcher, e?.code, said || String(e?.message ?? err));
     void showProblem(startProblem);
   }
 }
@@ -173,7 +212,7 @@ function currentLauncher(): Launcher {
   return launcher ?? resolveLauncher(settings().server, process.env, workspaceDirs(), (p) => fs.existsSync(p));
 }
 
-function runCli(args: string[], cwd: string | undefined): Promise<{ code: number; stdout: string; stderr: string }> {
+function runCli(args: string[], cwd: string | undefined): Promise<{ code: number; stdout: string; stderr: string; errorCode?: string }> {
   const l = currentLauncher();
   return new Promise((resolve) => {
     let stdout = "";
@@ -181,7 +220,7 @@ function runCli(args: string[], cwd: string | undefined): Promise<{ code: number
     const p = spawn(l.cli[0], [...l.cli.slice(1), ...args], { cwd, env: { ...process.env, NO_COLOR: "1" } });
     p.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    p.on("error", (e: NodeJS.ErrnoException) => resolve({ code: -1, stdout, stderr: `${stderr}${e.code ?? ""} ${e.message}` }));
+    p.on("error", (e: NodeJS.ErrnoException) => resolve({ code: -1, stdout, stderr: `${stderr}${e.message}`, errorCode: e.code }));
     p.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
 }
@@ -231,8 +270,8 @@ async function runTests(command: string, args: unknown[], cliPaths: string[], la
       const r = await runCli(["test", ...cliPaths, "--format", "json"], workspaceDirs()[0]);
       const parsed = r.code === 0 || r.code === 1 ? parseCliTestReport(r.stdout) : undefined;
       if (parsed) return parsed;
-      if (r.stderr) testOutput.append(r.stderr);
-      const problem = explainStartFailure(currentLauncher(), r.code === -1 ? "ENOENT" : undefined, r.stderr);
+      testOutput.append(r.stdout + r.stderr);
+      const problem = explainStartFailure(currentLauncher(), r.errorCode, r.stderr, "rulekit test");
       return { passed: 0, failed: 0, total: 0, failures: [], error: `${problem.message} ${problem.fix}`, via: "cli" };
     },
   );
@@ -301,7 +340,8 @@ async function attributeJobFolder(uri?: vscode.Uri): Promise<string | undefined>
   try {
     result = JSON.parse(r.stdout);
   } catch {
-    result = { error: (r.stderr || r.stdout || `rulekit attribute exited with ${r.code}`).trim() };
+    const p = explainStartFailure(currentLauncher(), r.errorCode, r.stderr, "rulekit attribute");
+    result = { error: r.errorCode ? `${p.message}\n${p.fix}` : (r.stderr || r.stdout || `rulekit attribute exited with ${r.code}`).trim() };
   }
   const html = renderAttributionHtml(result, dir);
   const panel = vscode.window.createWebviewPanel("rulekit.attribution", `Attribution: ${path.basename(dir)}`,

@@ -82,19 +82,24 @@ export interface StartProblem {
   fix: string;
 }
 
-/** Explain a failed preflight / server start from the spawn error code and stderr. */
-export function explainStartFailure(launcher: Launcher, errorCode: string | undefined, stderr: string): StartProblem {
-  const exe = launcher.server[0];
+/**
+ * Explain a failed preflight / server start (`task` unset) or CLI run (`task`:
+ * e.g. "rulekit test") from the spawn error code and stderr.
+ */
+export function explainStartFailure(launcher: Launcher, errorCode: string | undefined, stderr: string,
+  task?: string): StartProblem {
+  const exe = task ? launcher.cli[0] : launcher.server[0];
   const where = launcher.python ? `Python \`${launcher.python}\`` : `\`${exe}\``;
+  const doing = task ? `cannot run \`${task}\`` : "cannot start the language server";
   if (errorCode === "ENOENT" || errorCode === "EACCES") {
     if (launcher.python) {
       return {
-        message: `rulekit: cannot start the language server: ${where} was not found.`,
+        message: `rulekit: ${doing}: ${where} was not found.`,
         fix: "Install Python 3.11+ and `pip install rulekit`, or set `rulekit.server.pythonPath` to a Python that has rulekit.",
       };
     }
     return {
-      message: `rulekit: cannot start the language server: ${where} was not found.`,
+      message: `rulekit: ${doing}: ${where} was not found.`,
       fix: "`pip install rulekit`, or fix `rulekit.server.command` / set `rulekit.server.pythonPath`.",
     };
   }
@@ -104,13 +109,21 @@ export function explainStartFailure(launcher: Launcher, errorCode: string | unde
       fix: `Run \`${launcher.python ?? "python"} -m pip install rulekit\`, or set \`rulekit.server.pythonPath\` to a Python that has it.`,
     };
   }
-  if (/No module named ['"]?(rulekit_lsp|pygls|lsprotocol|rulekit\.cli\.lsp)/.test(stderr) || /No such command ['"]?lsp/.test(stderr)) {
+  if (!task && (/No module named ['"]?(rulekit_lsp|pygls|lsprotocol|rulekit\.cli\.lsp)/.test(stderr) || /No such command ['"]?lsp/.test(stderr))) {
     return {
       message: `rulekit: the rulekit in ${where} has no language server (\`rulekit lsp\`).`,
       fix: `Upgrade it: \`${launcher.python ?? "python"} -m pip install -U rulekit\`.`,
     };
   }
-  const tail = stderr.trim().split(/\r?\n/).slice(-3).join(" | ");
+  const lines = stderr.trim().split(/\r?\n/);
+  const tail = lines.slice(-3).join(" | ");
+  if (task) {
+    const first = lines.find((l) => /\berror\b/i.test(l)) ?? tail;
+    return {
+      message: `rulekit: \`${task}\` failed${first ? `: ${first.trim()}` : "."}`,
+      fix: task === "rulekit test" ? "The whole output is in Output > rulekit Tests." : "",
+    };
+  }
   return {
     message: `rulekit: the language server failed to start${tail ? `: ${tail}` : "."}`,
     fix: "See Output > rulekit Language Server; check `rulekit.server.pythonPath` / `rulekit.server.command`.",

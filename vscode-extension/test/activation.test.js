@@ -216,6 +216,32 @@ describe("activation against the real language server", { skip: missing, timeout
   });
 });
 
+const cliMissing = missing || (!fs.existsSync(path.join(path.dirname(python()), "rulekit")) && `no rulekit script next to ${python()}`);
+
+describe("without a language server", { timeout: 60000, skip: cliMissing }, () => {
+  it("runs a file's tests with the rulekit CLI and reports its error", async () => {
+    resetStub();
+    // a server command that exits at once; the CLI is the `rulekit` next to the Python
+    const py = python();
+    stub.configValues["rulekit.server.command"] = [py, "-c", "import sys; print('config error: no such corpus', file=sys.stderr); sys.exit(3)"];
+    const ext = loadExtension();
+    const api = await ext.activate(context());
+    assert.equal(api.client, undefined);
+    assert.ok(api.startProblem, "a start problem is reported");
+    // one message, in the server's own words, not the client's generic ones
+    assert.equal(api.startProblem.message, "rulekit: the language server failed to start: config error: no such corpus");
+    assert.deepEqual(stub.recorded.messages.filter((m) => m.level === "error").map((m) => m.message),
+      [`${api.startProblem.message} ${api.startProblem.fix}`]);
+    assert.deepEqual(api.launcher.cli, [path.join(path.dirname(py), "rulekit")]);
+    const summary = await stub.vscode.commands.executeCommand("rulekit.runTestsInFile", stub.vscode.Uri.file(RULE_FILE));
+    assert.equal(summary.via, "cli");
+    // the fixture's deliberate RK203 makes the corpus invalid: `rulekit test` exits 2 naming it
+    assert.match(summary.error, /`rulekit test` failed: .*RK203/);
+    assert.match(stub.recorded.outputs.get("rulekit Tests"), /GPU_FELL_OF_THE_BUS/);
+    await ext.deactivate();
+  });
+});
+
 describe("a server that cannot start", { timeout: 60000, skip: !fs.existsSync(BUNDLE) && "dist/extension.js is not built" }, () => {
   it("says which Python is missing and how to fix it", async () => {
     resetStub();
@@ -229,6 +255,10 @@ describe("a server that cannot start", { timeout: 60000, skip: !fs.existsSync(BU
     assert.match(shown.message, /pip install rulekit/);
     assert.match(shown.message, /rulekit\.server\.pythonPath/);
     assert.deepEqual(shown.items, ["Open Settings", "Show Output"]);
+    // without a server the test command falls back to the CLI, which cannot run either: same diagnosis
+    const summary = await stub.vscode.commands.executeCommand("rulekit.runTestsInFile", stub.vscode.Uri.file(RULE_FILE));
+    assert.equal(summary.via, "cli");
+    assert.match(summary.error, /cannot run `rulekit test`: Python `.*no-such-python` was not found/);
     await ext.deactivate();
   });
 

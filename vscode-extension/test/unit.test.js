@@ -68,7 +68,14 @@ describe("explainStartFailure", () => {
     assert.match(old.message, /no language server/);
     assert.match(old.fix, /pip install -U rulekit/);
     const other = ext.explainStartFailure(py, undefined, "line1\nline2\nValueError: boom\n");
-    assert.match(other.message, /ValueError: boom/);
+    assert.match(other.message, /language server failed to start: .*ValueError: boom/);
+  });
+
+  it("CLI runs: says which command failed, with its error line", () => {
+    const t = ext.explainStartFailure(py, undefined, "x.rule:23:3: error RK203 unregistered symptom\n   23 |  emit\n      |  ^^^^\n", "rulekit test");
+    assert.equal(t.message, "rulekit: `rulekit test` failed: x.rule:23:3: error RK203 unregistered symptom");
+    const gone = ext.explainStartFailure(py, "ENOENT", "", "rulekit attribute");
+    assert.match(gone.message, /cannot run `rulekit attribute`: Python `\/x\/python` was not found/);
   });
 });
 
