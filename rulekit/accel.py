@@ -107,6 +107,7 @@ class Accelerator:
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
         self.compiled_ascii = [_bytes_twin(p) for p in self.patterns]
+        self._named = [bool(c.groupindex) for c in self.compiled]
         if sample is None:
             sample = default_sample()
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
@@ -261,6 +262,7 @@ class Accelerator:
         hits = []
         compiled = self.compiled
         twins = self.compiled_ascii
+        named = self._named
         for ls in sorted(per_line):
             if orig is not None and ls > 0 and orig[ls - 1] == 13:
                 continue  # phantom line of a CRLF rewrite
@@ -278,7 +280,7 @@ class Accelerator:
                     m = twin.search(raw)
                     if m is not None:
                         hits.append((ls, le, i, {k: (v.decode("ascii") if v is not None else None)
-                                                 for k, v in m.groupdict().items()}))
+                                                 for k, v in m.groupdict().items()} if named[i] else {}))
                     continue
                 if text is None:
                     text = raw.decode("ascii")
