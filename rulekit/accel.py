@@ -28,6 +28,7 @@ weak-key status and the engine.  No I/O except reading the packaged benign sampl
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -104,6 +105,7 @@ class Accelerator:
             raise RuntimeError("backend 'hyperscan' requested but the hyperscan module is not installed")
         self.patterns = list(patterns)
         self.compiled = [compile_pattern(p) for p in self.patterns]
+        self._tls = threading.local()
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
         self.compiled_ascii = [_bytes_twin(p) for p in self.patterns]
@@ -328,8 +330,11 @@ class Accelerator:
         def on_match(rule_id, _frm, to, _flags, _ctx):
             append((to, rule_id))
 
-        self._hs_cb = on_match  # keep the callback referenced while the engine runs
-        self._hs_db.scan(buf, match_event_handler=on_match, scratch=self._hs_scratch)
+        scratch = getattr(self._tls, "scratch", None)
+        if scratch is None:  # Hyperscan scratch space must not be shared between threads
+            scratch = self._tls.scratch = self._hs_scratch.clone()
+        # block mode calls `on_match` synchronously; the local name keeps it referenced
+        self._hs_db.scan(buf, match_event_handler=on_match, scratch=scratch)
         if not found:
             return
         found.sort()

@@ -133,3 +133,24 @@ _line = st.lists(
 def test_hypothesis_lines(fast, naive, lines, sep, size, tail):
     data = sep.join(lines) + tail
     assert scan_all(fast, data, size) == scan_all(naive, data, size)
+
+
+def test_concurrent_scans_from_threads(fast, naive):
+    """One Accelerator shared by threads (extraction may scan files in parallel)."""
+    import threading
+
+    data = (FIX / "edge.log").read_bytes()
+    want = scan_all(naive, data, 1 << 20)
+    errors = []
+
+    def worker():
+        for size in (64, 1 << 20):
+            if scan_all(fast, data, size) != want:
+                errors.append(size)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
