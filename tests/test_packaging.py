@@ -27,11 +27,11 @@ def wheel(tmp_path_factory) -> Path:
 def test_every_subpackage_and_data_file_is_in_the_wheel(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for base, prefix in ((REPO / "rulekit", "rulekit"), (REPO / "lsp", "rulekit_lsp")):
-        for init in base.rglob("__init__.py"):
-            if "__pycache__" in init.parts:
+        for f in base.rglob("*"):
+            if not f.is_file() or "__pycache__" in f.parts or f.suffix == ".pyc":
                 continue
-            rel = init.relative_to(base).as_posix()
-            assert f"{prefix}/{rel}" in names, f"{prefix}/{rel} missing: add the package to pyproject.toml"
+            rel = f.relative_to(base).as_posix()
+            assert f"{prefix}/{rel}" in names, f"{prefix}/{rel} missing from the wheel: declare it in pyproject.toml"
     for f in (REPO / "bundled_rules").rglob("*"):
         if f.is_file() and f.suffix in (".toml", ".rule", ".py") and "__pycache__" not in f.parts:
             assert f"rulekit/bundled_rules/{f.relative_to(REPO / 'bundled_rules').as_posix()}" in names
