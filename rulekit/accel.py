@@ -75,7 +75,7 @@ class PatternAnalysis:
     key_sample_rate: float  # fraction of sample lines holding the key
     engine: str  # "re2" or "hyperscan": the engine of the gate that covers it
     gate_form: str | None  # the byte-level superset pattern used by the gate
-    broad_rate: float | None = None  # confirmed match rate on the sample (set by accel_report)
+    broad_rate: float | None = None  # fraction of benign-sample lines the rule matches (None: no sample)
 
     @property
     def key_text(self) -> str | None:
@@ -142,6 +142,17 @@ class Accelerator:
             self._build_hyperscan(supersets)
             re2_members = [i for i in range(n) if i not in self._hs_members]
         self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
+        if sample:
+            self._measure_broad(sample)
+
+    def _measure_broad(self, sample: bytes) -> None:
+        """broad_rate: the fraction of sample lines each rule matches (a few ms)."""
+        lines: list[set[int]] = [set() for _ in self.patterns]
+        for s, _e, i, _gd in self.scan(sample):
+            lines[i].add(s)
+        total = L.count_lines(sample)
+        for a in self.analysis:
+            a.broad_rate = len(lines[a.index]) / total if total else 0.0
 
     # ------------------------------------------------------------------ building
     def _build_hyperscan(self, supersets) -> None:

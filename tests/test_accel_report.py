@@ -53,3 +53,9 @@ def test_costs_rank_a_slow_pattern_higher():
     slow = r"(?:\w+\s*){1,20}:\s*(?:[a-z]+\s*){1,20}=\s*\d+"
     costs = pattern_costs([r"Xid 79", slow], SAMPLE * 20)
     assert costs[1] > costs[0] > 0
+
+
+def test_broad_rate_measured_at_construction():
+    acc = Accelerator(PATTERNS, sample=SAMPLE, backend="re2")
+    assert abs(acc.analysis[2].broad_rate - 5 / 47) < 1e-9 and acc.analysis[6].broad_rate == 0.0
+    assert Accelerator(PATTERNS, sample=b"", backend="re2").analysis[2].broad_rate is None
