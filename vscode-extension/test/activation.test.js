@@ -21,6 +21,7 @@ const ROOT = path.resolve(__dirname, "..");
 const BUNDLE = path.join(ROOT, "dist", "extension.js");
 const WS = path.join(__dirname, "fixtures", "workspace");
 const RULE_FILE = path.join(WS, "rules", "gpu.rule");
+const TOML_FILE = path.join(WS, "rules", "nccl.toml");
 const REPO = path.resolve(ROOT, "..");
 const EXAMPLE_JOB = path.join(REPO, "examples", "xid149-nvlink");
 const TIMEOUT_MS = 30000;
@@ -89,13 +90,16 @@ describe("activation against the real language server", { skip: missing, timeout
   let ext;
   let api;
   let doc;
+  let tomlDoc;
   let ctx;
 
   before(async () => {
     resetStub();
     if (process.env.RULEKIT_PYTHON) stub.configValues["rulekit.server.pythonPath"] = process.env.RULEKIT_PYTHON;
     doc = stub.makeTextDocument(RULE_FILE, "rulekit", fs.readFileSync(RULE_FILE, "utf8"));
-    stub.vscode.workspace.textDocuments.push(doc);
+    // an unsaved edit of the TOML rule file: its diagnostics must come from this text, not the disk
+    tomlDoc = stub.makeTextDocument(TOML_FILE, "toml", fs.readFileSync(TOML_FILE, "utf8").replace("rank = 480", 'rank = "high"').replace("(?= )", ""), 2);
+    stub.vscode.workspace.textDocuments.push(doc, tomlDoc);
     ext = loadExtension();
     ctx = context();
     api = await ext.activate(ctx);
@@ -130,6 +134,16 @@ describe("activation against the real language server", { skip: missing, timeout
     const line = doc.getText().split("\n").findIndex((l) => l.includes('emit bad_node "GPU_FELL_OF_THE_BUS"'));
     assert.equal(rk203.range.start.line, line);
     assert.ok(diags.every((d) => !/FellOffTheBus/.test(d.message)), "the healthy rule has no complaint");
+  });
+
+  it("syncs TOML files of a rule folder (unsaved text wins over the disk)", async () => {
+    const diags = await waitFor("diagnostics for nccl.toml", () => {
+      const d = stub.recorded.diagnostics.get(tomlDoc.uri.toString());
+      return d && d.length ? d : undefined;
+    });
+    const codes = diags.map((d) => String(d.code?.value ?? d.code));
+    assert.ok(codes.includes("RK103"), `the buffer's rank = "high" (RK103) among ${JSON.stringify(codes)}`);
+    assert.ok(!codes.includes("RK302"), "not the look-ahead that is only on disk");
   });
 
   it("answers hover on a symptom name with its registration", async () => {
