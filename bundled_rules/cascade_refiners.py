@@ -99,16 +99,35 @@ def nvlink_explains_nccl(context):
             s.demote(sym, "NvlinkExplainsNccl", f"consequence of {roots[0]}")
 
 
+def _after(e, stop):
+    """True when event e provably comes after the stop event."""
+    if e.timestamp and stop.timestamp:
+        return e.timestamp > stop.timestamp
+    if e.obs_context_id is not None and e.obs_context_id == stop.obs_context_id:
+        return (e.line_num or 0) > (stop.line_num or 0)
+    return False
+
+
 @refiner_def(name="StopExplainsTeardown", author=AUTHOR, priority=RefinerPriority.FINAL + 60)
 def stop_explains_teardown(context):
-    """A cancellation, preemption, requeue or time limit with no independent fault
-    (nothing primary left) explains the teardown it causes: watchdog timeouts, NCCL
-    remote errors, SIGTERM/SIGKILL, interrupts.  Those are demoted so the outcome is
-    `cancelled` / `timeout`.  An independent fault keeps winning on rank."""
+    """A cancellation, preemption, requeue or time limit explains what follows it: every
+    symptom whose evidence all comes after the stop (the SIGTERM teardown's exceptions,
+    NCCL errors, even a GPU lost while shutting down) is demoted.  If then no
+    independent fault is left, the teardown noise (watchdog timeouts, NCCL remote
+    errors, SIGTERM/SIGKILL, interrupts) is demoted too, so the outcome is `cancelled`
+    / `timeout`.  An independent fault before the stop keeps winning on rank."""
     s = context.symptoms
     stops = [x for x in s.symptoms() if x in STOPS]
     if not stops:
         return
+    bad = context.event_stream.bad_events()
+    stop_events = [e for e in bad if e.symptom in STOPS]
+    for sym in s.symptoms():
+        if sym in STOPS:
+            continue
+        evs = [e for e in bad if e.symptom == sym]
+        if evs and all(any(_after(e, st) for st in stop_events) for e in evs):
+            s.demote(sym, "StopExplainsTeardown", f"logged after {stops[0]}")
     reg = context.registry
     if any(is_primary(x, reg) and x not in STOPS for x in s.symptoms()):
         return
