@@ -93,9 +93,12 @@ class RulekitLanguageServer(LanguageServer):
         for c in self.ws.corpora:
             self.publish(c)
 
-    def after_edit(self, corpus: Corpus, path: str) -> None:
-        if self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py"):
+    def after_edit(self, corpus: Corpus, path: str | None) -> None:
+        if path and self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py"):
             self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path])))
+        self.schedule_lint(corpus)
+
+    def schedule_lint(self, corpus: Corpus) -> None:
         if self.settings.lint:
             loop = asyncio.get_event_loop()
             old = self.lint_timers.pop(id(corpus), None)
@@ -172,6 +175,8 @@ def initialized(ls: RulekitLanguageServer, params: T.InitializedParams) -> None:
     for p in ls.setting_problems:
         ls.show(p)
     ls.publish_all()
+    for c in ls.ws.corpora:
+        ls.schedule_lint(c)
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -184,6 +189,8 @@ def did_change_configuration(ls: RulekitLanguageServer, params: T.DidChangeConfi
         ls.ws.configure(ls.ws.roots, settings)
         ls.published.clear()
         ls.publish_all()
+        for c in ls.ws.corpora:
+            ls.schedule_lint(c)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)

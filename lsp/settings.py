@@ -26,6 +26,8 @@ class Settings:
     lint_delay_ms: int = 1500
     # benign log sample for lint (None: the package's sample)
     sample_log: str | None = None
+    # lint thresholds: a settings TOML as `rulekit lint --config` takes (None: the defaults)
+    lint_config: str | None = None
     # folder names whose *.log files get "which rule matched" inlay hints
     example_folders: tuple[str, ...] = ("examples",)
     # template for codeDescription links ({code} is replaced); empty: no link
@@ -34,7 +36,7 @@ class Settings:
 
 _ALIASES = {  # camelCase (what editors send) -> field name
     "ruleFolders": "rule_folders", "debounceMs": "debounce_ms", "runTestsOnChange": "run_tests_on_change",
-    "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "exampleFolders": "example_folders",
+    "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "lintConfig": "lint_config", "exampleFolders": "example_folders",
     "codeDocsUrl": "code_docs_url",
 }
 
@@ -78,7 +80,7 @@ def _convert(value: Any, default: Any, name: str) -> tuple[bool, Any]:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return True, tuple(value)
         return False, f"expected a list of strings, got {value!r}"
-    if name == "sample_log":
+    if name in ("sample_log", "lint_config"):
         if value is None or isinstance(value, str):
             return True, value or None
         return False, f"expected a path string, got {value!r}"

@@ -28,7 +28,7 @@ from typing import Iterable
 
 import rulekit.loader as _loader
 from rulekit import dsl
-from rulekit.diagnostics import Diagnostic, Span
+from rulekit.diagnostics import Diagnostic, Span, has_errors
 from rulekit.dsl.compiler import compile_module
 from rulekit.engine import RuleEngine
 from rulekit.model import RuleSet
@@ -111,6 +111,8 @@ class Corpus:
         self.results: dict[str, list[TestResult]] = {}  # rule name / case name -> current results
         self.slow: dict[str, list[Diagnostic]] = {}  # path -> lint diagnostics (dropped when the file changes)
         self.lint_generation = 0
+        self.edit_generation = 0
+        self.full_run: tuple[int, list[TestResult]] | None = None  # (edit generation, results of every test)
         self._index: dict[tuple[str, str], list[tuple[str, Occurrence]]] | None = None
         self.load()
 
@@ -142,10 +144,15 @@ class Corpus:
                                                     Span(folder, 1, 1)))
             for f in entries:
                 if is_rule_path(str(f)) and str(f) not in self.files:
-                    try:
+                    try:  # the loader's own messages (parity with `rulekit check`)
                         text = f.read_bytes().decode("utf-8")
-                    except (OSError, UnicodeDecodeError) as e:
-                        self.folder_diags.append(Diagnostic("RK001", f"cannot read `{f.name}`: {e}", Span(str(f), 1, 1)))
+                    except UnicodeDecodeError as e:
+                        self.folder_diags.append(Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})",
+                                                            Span(str(f), 1, 1)))
+                        continue
+                    except OSError as e:
+                        self.folder_diags.append(Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}",
+                                                            Span(str(f), 1, 1)))
                         continue
                     self.update(str(f), text, execute=True)
 
@@ -156,6 +163,7 @@ class Corpus:
         if st is None:
             st = self.files[path] = FileState(path, kind, text)
         st.text, st.version = text, version
+        self.edit_generation += 1
         self.slow.pop(path, None)
         self.analysis = None
         self._index = None
@@ -342,11 +350,14 @@ class Corpus:
                  and (wanted is None or r.span.file in wanted)]
         cases = [c for c in a.ruleset.job_tests if jobs and rule is None
                  and (wanted is None or (c.span is not None and c.span.file in wanted))]
-        return TestJob(a.ruleset, a.registry, rules, cases, dict(self.test_cache))
+        return TestJob(a.ruleset, a.registry, rules, cases, dict(self.test_cache),
+                       full=paths is None and rule is None and jobs, generation=self.edit_generation)
 
     def apply_tests(self, job: "TestJob", results: dict[str, list[TestResult]], cache: dict[tuple, TestResult]) -> None:
         self.test_cache.update(cache)
         self.results.update(results)
+        if job.full:
+            self.full_run = (job.generation, [r for rs in results.values() for r in rs])
 
     def test_summary(self, names: Iterable[str]) -> tuple[int, int, int] | None:
         """(passed, failed, total) over the current results of these rules/cases; None: never run."""
@@ -360,7 +371,9 @@ class Corpus:
     def lint_job(self) -> "LintJob | None":
         a = self.analyze()
         self.lint_generation += 1
-        return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log)
+        results = self.full_run[1] if self.full_run and self.full_run[0] == self.edit_generation else None
+        return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log, results,
+                       self.settings.lint_config)
 
     def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> None:
         if job.generation != self.lint_generation:
@@ -395,6 +408,8 @@ class TestJob:
     rules: list
     cases: list
     cache: dict[tuple, TestResult]
+    full: bool = False  # every test of the corpus
+    generation: int = 0
 
     def run(self) -> tuple[dict[str, list[TestResult]], dict[tuple, TestResult]]:
         from dataclasses import replace
@@ -434,25 +449,31 @@ class TestJob:
 
 @dataclass
 class LintJob:
+    """Lint (`rulekit.analysis.lint.lint_corpus`) on a snapshot, as `rulekit lint
+    --no-cost` does it: only for a corpus that loads (the CLI refuses otherwise),
+    without timing the patterns (RK308 is noisy and slow in an editor), with test
+    coverage (RK402/RK403) only when every test of the corpus has been run since
+    the last edit."""
+
     generation: int
     analysis: Analysis
     files: list[str]
     sample_log: str | None
+    test_results: list[TestResult] | None = None
+    lint_config: str | None = None
 
     def run(self) -> list[Diagnostic]:
-        """Lint through `rulekit.analysis.lint_corpus` when that module exists; else nothing."""
         try:
-            from rulekit.analysis import lint_corpus  # type: ignore[attr-defined]
-        except ImportError:
-            try:
-                from rulekit.analysis.lint import lint_corpus  # type: ignore[no-redef]
-            except ImportError:
-                return []
+            from rulekit.analysis.lint import lint_corpus
+        except ImportError:  # the toolkit's lint is not installed: nothing to add
+            return []
         a = self.analysis
+        if has_errors(a.diagnostics):
+            return []
         try:
             engine = RuleEngine(a.ruleset, a.registry)
         except Exception:  # noqa: BLE001
-            engine = None
+            return []
         load_result = _loader.LoadResult(engine, list(a.diagnostics), a.ruleset, [Path(p) for p in self.files],
                                          dict(a.texts))
         sample = None
@@ -461,8 +482,13 @@ class LintJob:
                 sample = Path(self.sample_log).read_bytes()
             except OSError:
                 sample = None
+        config = None
+        if self.lint_config:
+            from rulekit.analysis.settings import load_settings
+
+            config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
         try:
-            return list(lint_corpus(load_result, sample=sample) if sample is not None else lint_corpus(load_result))
+            return list(lint_corpus(load_result, sample, config, self.test_results, cost=False))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
 
