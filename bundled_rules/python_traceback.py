@@ -21,6 +21,9 @@ register_symptom("PYTHON_IMPORT_ERROR", outcome="application", sub_domain="pytho
 register_symptom("PYTHON_DISTRIBUTED_ERROR", outcome="unknown", sub_domain="nccl", rank=410,
                  docs="A torch.distributed error (DistBackendError, NCCL error in ...) ended a rank: a victim of a "
                       "failure elsewhere unless nothing else is known.")
+register_symptom("PYTHON_CUDA_ERROR", outcome="application", sub_domain="cuda", rank=590,
+                 docs="A traceback ended in a CUDA error (catch-all for CUDA errors no specific rule names; the "
+                      "specific CUDA symptom outranks it; a victim when a primary fault exists).")
 register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal", rank=130,
                  docs="KeyboardInterrupt / SystemExit / elastic SignalException: the rank was stopped from outside.")
 
@@ -28,7 +31,8 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
 @accumulator_def(
     name="PythonTraceback", author=AUTHOR, trigger_re=r"Traceback \(most recent call last\):",
     sources=("applog",), max_lines=400,
-    symptoms=("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_INTERRUPTED"),
+    symptoms=("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_CUDA_ERROR",
+              "PYTHON_INTERRUPTED"),
     tests=[
         {"line": "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n"
                  "ValueError: bad shape (3, 4)\n", "symptom": "PYTHON_EXCEPTION",
@@ -44,6 +48,9 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
                  "torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled "
                  "system error\n", "symptom": "PYTHON_DISTRIBUTED_ERROR"},
+        {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
+                 "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmEx( handle)`\n",
+         "symptom": "PYTHON_CUDA_ERROR"},
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
                  "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n", "expect": "nothing"},
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n    f()\n",

@@ -56,7 +56,7 @@ def classify(exc_type: str, msg: str) -> tuple[str, str] | None:
     if _INTERRUPT.search(exc_type):
         return "interesting_node", "PYTHON_INTERRUPTED"
     if _CUDA.search(exc_type) or _CUDA.search(msg):
-        return "interesting_node", "PYTHON_EXCEPTION"
+        return "bad_node", "PYTHON_CUDA_ERROR"
     if _DISTRIBUTED.search(exc_type) or _DISTRIBUTED.search(msg):
         return "bad_node", "PYTHON_DISTRIBUTED_ERROR"
     if _IMPORT.search(exc_type):
