@@ -89,3 +89,18 @@ def test_overlap_witnesses_match_both_rules(fired):
         assert re2.search(by[d.data["rule"]].match_re, w) and re2.search(by[d.data["other"]].match_re, w)
         assert d.data["method"] == "exact"
         assert w in d.data["fix"]
+
+
+def test_overlap_quick_fix_is_a_passing_job_case(fired, tmp_path):
+    import shutil
+
+    from rulekit.testing import run_job_tests
+
+    d = next(d for d in fired["RK306"] if d.data.get("fix_case"))
+    rules = tmp_path / "lint"
+    shutil.copytree(FIX / "lint", rules)
+    (rules / "pin.test.toml").write_text(d.data["fix_case"] + "\n")
+    load = load_corpus([rules])
+    assert load.ok, [str(x) for x in load.diagnostics]
+    pinned = [r for r in run_job_tests(load.engine) if r.name.startswith("overlap of")]
+    assert len(pinned) == 1 and pinned[0].passed, pinned[0].mismatches if pinned else "not collected"

@@ -146,6 +146,20 @@ def explain_line(engine: RuleEngine, job_dir: str | Path, file: str, line: int, 
 # ---- the whole job ----------------------------------------------------------------------
 
 
+def _priority(engine: RuleEngine, name: str) -> dict[str, Any]:
+    """A filter's or refiner's priority as stratum + offset (the order rules run in)."""
+    from rulekit.model import FilterPriority, FilterRule, RefinerPriority, RefinerRule, stratum_of
+
+    r = engine.by_name.get(name)
+    out: dict[str, Any] = {"rule": name, "kind": r.kind.value if r is not None else None}
+    if isinstance(r, (FilterRule, RefinerRule)):
+        strata = FilterPriority if isinstance(r, FilterRule) else RefinerPriority
+        st = stratum_of(r.priority, strata)
+        out["priority"] = r.priority
+        out["stratum"] = f"{st.name}+{r.priority - st.value}" if st is not None else str(r.priority)
+    return out
+
+
 def _event_dict(e: Any) -> dict[str, Any]:
     return {"id": e.id, "type": SHORT_EMIT.get(e.event_type, e.event_type), "symptom": e.symptom, "node": e.node,
             "rule": e.rule, "source": e.label or e.source, "line_num": e.line_num}
@@ -169,8 +183,10 @@ def explain_job(engine: RuleEngine, job_dir: str | Path, rule: str | None = None
         if rule is not None and t["rule"] != rule:
             continue
         if not phases or phases[-1]["phase"] != t["phase"]:
-            phases.append({"phase": t["phase"], "entries": []})
+            phases.append({"phase": t["phase"], "entries": [], "rules": []})
         phases[-1]["entries"].append(t)
+        if t["rule"] not in [r["rule"] for r in phases[-1]["rules"]]:
+            phases[-1]["rules"].append(_priority(engine, t["rule"]))
     # every bad-node symptom extraction produced: its rank and what became of it
     fate: dict[str, dict[str, Any]] = {}
     for e in extracted:

@@ -185,6 +185,7 @@ def _rank(engine: Any, sym: str | None) -> int | None:
 
 
 def _fix(w: str, winner: Rule) -> str:
+    """An inline test for the winner on the witness line (TOML)."""
     import json
 
     sym = _symptom(winner)
@@ -192,6 +193,28 @@ def _fix(w: str, winner: Rule) -> str:
     if sym:
         lines.append(f"symptom = {json.dumps(sym)}")
     return "\n".join(lines)
+
+
+def _fix_case(w: str, a: Rule, b: Rule, winner: Rule) -> str | None:
+    """A job-level case (`*.test.toml`) on the witness line that pins the intended
+    winner as the root cause: the quick fix the language server offers."""
+    import json
+
+    sym = _symptom(winner)
+    if sym is None:
+        return None
+    common = [s for s in (a.sources or ()) if not b.sources or s in b.sources] or list(b.sources or ()) or ["applog"]
+    return "\n".join([
+        "[[case]]",
+        f"name = {json.dumps(f'overlap of {a.name} and {b.name}: {winner.name} wins')}",
+        'job = { id = "overlap", state = "FAILED", nodes = ["node-01"] }',
+        "[[case.observation]]",
+        f"source = {json.dumps(common[0])}",
+        'node = "node-01"',
+        f"lines = [{json.dumps(w, ensure_ascii=False)}]",
+        "[case.expect]",
+        f"root_cause = {json.dumps(sym)}",
+    ])
 
 
 def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: Sequence[str], cfg: Mapping[str, Any],
@@ -255,7 +278,8 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
                 "RK307", f"every line `{small.name}` matches is also matched by `{big.name}` (e.g. {witness!r}); {verdict}",
                 _where(small), related=(Related(_where(big), f"`{big.name}` is defined here"),),
                 data={"rule": small.name, "other": big.name, "witness": witness, "method": method,
-                      "fix": _fix(witness, big if (rbig or 0) >= (rsmall or 0) else small)}))
+                      "fix": _fix(witness, win := (big if (rbig or 0) >= (rsmall or 0) else small)),
+                      "fix_case": _fix_case(witness, small, big, win)}))
             continue
         later, first = (b, a)
         out.append(Diagnostic(
@@ -264,7 +288,8 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
             + ("" if method == "exact" else f" [{method} witness]"),
             _where(later), related=(Related(_where(first), f"`{first.name}` is defined here"),),
             data={"rule": later.name, "other": first.name, "witness": witness, "method": method,
-                  "fix": _fix(witness, first if (ra or 0) >= (rb or 0) else later)}))
+                  "fix": _fix(witness, win := (first if (ra or 0) >= (rb or 0) else later)),
+                  "fix_case": _fix_case(witness, later, first, win)}))
     return out
 
 

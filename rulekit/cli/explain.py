@@ -129,7 +129,8 @@ def render_job_trace(d: dict[str, Any]) -> str:
                 out.append(f"         {r['action']} by {r['rule']} ({r['phase']}): {r['reason']}")
     out.append(f"Extraction: {len(d['events'])} event(s)" + (f" (rule {d['rule']} only)" if d.get("rule") else ""))
     for p in d["phases"]:
-        out.append(f"Phase {p['phase']}:")
+        order = ", ".join(f"{r['rule']} @ {r['stratum']}" for r in p.get("rules", []) if r.get("stratum"))
+        out.append(f"Phase {p['phase']}:" + (f"  (in priority order: {order})" if order else ""))
         for t in p["entries"]:
             ev = f"#{t['event_id']} " if t["event_id"] is not None else ""
             out.append(f"  {t['rule']}: {t['action']} {ev}{t['symptom'] or ''}"
