@@ -51,7 +51,8 @@ def classify(exc_type: str, msg: str) -> tuple[str, str] | None:
     CUDA errors are already events of the CUDA text rules (kept here as interesting
     evidence); distributed errors are victims; interrupts mean the job was stopped."""
     short = exc_type.rsplit(".", 1)[-1]
-    if short in ("ChildFailedError", "InjectedException", "CalledProcessError"):
+    if short in ("ChildFailedError", "InjectedException", "CalledProcessError", "ProcessExitedException",
+                 "ProcessRaisedException"):
         return None
     if _INTERRUPT.search(exc_type):
         return "interesting_node", "PYTHON_INTERRUPTED"
