@@ -19,6 +19,10 @@ from functools import lru_cache
 
 import re2
 
+if not hasattr(re2, "set_fallback_notification"):  # pragma: no cover - environment problem
+    raise ImportError(
+        f"the `re2` module at {getattr(re2, '__file__', '?')} is not pyre2: google-re2 and pyre2 both "
+        "install a module named `re2` and must not share an environment; uninstall google-re2")
 re2.set_fallback_notification(re2.FALLBACK_EXCEPTION)
 
 # Generous budget: the default 8 MiB makes large alternations fall back to the NFA.
