@@ -199,3 +199,24 @@ def test_coverage_report_in_json():
     _, out, _ = run("test", str(FIX / "lint"), "--coverage", "--format", "json")
     codes = {d["code"] for d in json.loads(out)["coverage"]}
     assert {"RK402", "RK403", "RK404", "RK406"} <= codes
+
+
+def test_pre_commit_hooks_name_real_commands():
+    """`.pre-commit-hooks.yaml` offers check, test and lint, each an existing command
+    that runs once on the whole corpus (flat YAML: read line by line, no yaml dependency)."""
+    text = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    hooks: list[dict[str, str]] = []
+    for ln in text.splitlines():
+        if ln.startswith("- id:"):
+            hooks.append({"id": ln.split(":", 1)[1].strip()})
+        elif ln.startswith("  ") and ":" in ln and hooks:
+            k, v = ln.strip().split(":", 1)
+            hooks[-1][k] = v.strip()
+    assert [h["id"] for h in hooks] == ["rulekit-check", "rulekit-test", "rulekit-lint"]
+    commands = {c.name or c.callback.__name__ for c in app.registered_commands}
+    for h in hooks:
+        prog, cmd, *args = h["entry"].split()
+        assert prog == "rulekit" and cmd in commands and h["pass_filenames"] == "false"
+        assert h["language"] == "python"
+        rc, _, err = run(cmd, *args, "--help")
+        assert rc == 0, err

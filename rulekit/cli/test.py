@@ -61,7 +61,7 @@ def test_cmd(
     if fmt == "json":
         doc = {"tool": "rulekit test", "summary": counts,
                "results": [dict(_rel(r).to_dict(), details=describe(r)) for r in run.results],
-               "coverage": [d.to_dict() for d in relativize(cov)]}
+               "coverage": [d.to_dict() for d in relativize(cov)], "selected_by": pattern}
         typer.echo(json.dumps(doc, indent=2, default=str))
     else:
         out: list[str] = []
@@ -75,7 +75,7 @@ def test_cmd(
             out += ["  " + x for x in describe(r)]
             out.append("")
         if cov:
-            out.append("Coverage:")
+            out.append("Coverage" + (f" (of the cases selected by -k {pattern!r} only)" if pattern else "") + ":")
             out.append(format_text(relativize(cov)))
             out.append(format_summary(cov))
             out.append("")
