@@ -5,7 +5,6 @@ IPs / GIDs to hosts.  Pure functions over events and the job; no writes.
 from __future__ import annotations
 
 import re
-from typing import Iterable
 
 # never the root cause when a primary fault exists (they stay as interesting evidence)
 VICTIMS = frozenset({
@@ -98,20 +97,3 @@ def ip_host_map(stream, canonical=lambda n: n) -> dict[str, set[str]]:
         if ip and host:
             out.setdefault(ip, set()).add(canonical(host))
     return out
-
-
-def gid_host_map(stream, canonical=lambda n: n) -> dict[str, set[str]]:
-    """IP -> hostnames from local GIDs only (the collector's 'mapped local GID')."""
-    out: dict[str, set[str]] = {}
-    for e in stream.data_events():
-        if e.fields.get("kind") != "gid_host":
-            continue
-        ip, host = e.fields.get("ip"), e.fields.get("host")
-        if ip and host:
-            out.setdefault(ip, set()).add(canonical(host))
-    return out
-
-
-def first(events: Iterable, key=order_key):
-    evs = sorted(events, key=key)
-    return evs[0] if evs else None
