@@ -152,3 +152,17 @@ def completed_job_handled_errors(context):
             continue
         if reg.info(sym).outcome in ("application", "unknown", "cancelled", "timeout"):
             s.demote(sym, "CompletedJobHandledErrors", "the job completed: this error was handled")
+
+
+SPECIFIC_NO_SPACE = ("NCCL_SHM_NO_SPACE", "ENROOT_NO_SPACE")
+
+
+@refiner_def(name="SpecificNoSpaceWins", author=AUTHOR, priority=RefinerPriority.SCRUB + 30)
+def specific_no_space_wins(context):
+    """`No space left on device` inside an NCCL shared-memory or enroot line is that
+    component's failure (/dev/shm, the enroot data path), not a full checkpoint
+    filesystem: the generic FS_NO_SPACE of that node is demoted."""
+    s = context.symptoms
+    specific = [x for x in SPECIFIC_NO_SPACE if x in s]
+    if specific and "FS_NO_SPACE" in s:
+        s.demote("FS_NO_SPACE", "SpecificNoSpaceWins", f"the same ENOSPC is {specific[0]}")
