@@ -220,3 +220,33 @@ def test_pre_commit_hooks_name_real_commands():
         assert h["language"] == "python"
         rc, _, err = run(cmd, *args, "--help")
         assert rc == 0, err
+
+
+DSL = '''author "me"
+symptom "S" { outcome hardware sub_domain gpu rank 10 }
+symptom "T" { outcome hardware sub_domain gpu rank 5 }
+extractor R {
+  match /distinctive (?P<x>\\w+) text/
+  emit bad_node "S"
+  # the first test expects the wrong symptom and capture
+  test "a distinctive foo text" => bad_node "T" captures { x = "bar" }
+  test "distinctive text" => nothing
+  test "a distinctive zed text" with { source = "applog" } => nothing
+}
+family Fa { match /x ${s}/ emit bad_node "${sym}" member M { s = "a b" sym = "S" test "x a b" => nothing } }
+'''
+
+
+def test_update_rewrites_dsl_test_clauses(tmp_path):
+    d = tmp_path / "rules"
+    d.mkdir()
+    (d / "r.rule").write_text(DSL)
+    code, out, _ = run("test", str(d))
+    assert code == 1 and "3 failed" in out
+    assert run("test", str(d), "--update")[0] == 0
+    text = (d / "r.rule").read_text()
+    assert 'test "a distinctive foo text" => bad_node "S" captures { x = "foo" }' in text
+    assert 'with { source = "applog" } => bad_node "S"' in text
+    assert 'test "x a b" => bad_node "S" } }' in text
+    assert "# the first test expects" in text
+    assert run("test", str(d))[0] == 0

@@ -4,9 +4,11 @@
 * `*.test.toml` cases: the case's `[case.expect]` keys are set to the actual values
   with tomlkit, so comments and layout survive;
 * inline TOML test lines: the test's `expect` / `symptom` (and checked captures)
-  lines are rewritten in place to what the rule now produces.
+  lines are rewritten in place to what the rule now produces;
+* inline DSL test clauses (`test "LINE" [with {...}] [=> EXPECT]`): the EXPECT part
+  is rewritten in place, the rest of the line is kept.
 
-DSL (`.rule`) tests and inline-table tests are not rewritten: they are listed as
+DSL job cases and TOML inline-table tests are not rewritten: they are listed as
 skipped so the author updates them by hand.  The only module of the toolkit that
 writes files, and only when the user asked for it.
 """
@@ -139,6 +141,41 @@ def _update_line_test(r: TestResult, lines: list[str], rep: UpdateReport, path: 
     return True
 
 
+_DSTR = r'"(?:[^"\\]|\\.)*"'
+_DSL_TEST = re.compile(r'test\s+' + _DSTR + r'(?:\s+with\s*\{[^}]*\})?'
+                       r'(?P<expect>\s*=>\s*(?:nothing|\w+(?:\s+' + _DSTR + r')?(?:\s+node\s+' + _DSTR + r')?'
+                       r'(?:\s+captures\s*\{[^}]*\})?))?')
+
+
+def _dsl_expect(r: TestResult) -> str:
+    events = r.actual.get("events") or []
+    if not events:
+        return " => nothing"
+    e = events[0]
+    out = f" => {e['type']}" + (f" {_q(e['symptom'])}" if e.get("symptom") else "")
+    if r.expected.get("node") and e.get("node"):
+        out += f" node {_q(e['node'])}"
+    caps = r.expected.get("captures")
+    if caps:
+        got = {k: str(e.get("captures", {}).get(k)) for k in caps}
+        out += " captures { " + ", ".join(f"{k} = {_q(v)}" for k, v in got.items()) + " }"
+    return out
+
+
+def _update_dsl_test(r: TestResult, lines: list[str], rep: UpdateReport, path: Path) -> bool:
+    assert r.span is not None
+    i = r.span.line - 1
+    text = lines[i] if 0 <= i < len(lines) else ""
+    start = text.rfind("test", 0, max(r.span.col - 1, 0))
+    m = _DSL_TEST.match(text, start) if start >= 0 else None
+    if m is None:
+        rep.skipped.append(f"{path}:{r.span.line}: cannot find the `test` clause of `{r.name}`; update it by hand")
+        return False
+    head_end = m.start("expect") if m.group("expect") is not None else m.end()
+    lines[i] = text[:head_end] + _dsl_expect(r) + text[m.end():]
+    return True
+
+
 def update_expectations(results: Iterable[TestResult]) -> UpdateReport:
     """Rewrite the expectations of every failed case (errors are left alone)."""
     rep = UpdateReport()
@@ -154,16 +191,17 @@ def update_expectations(results: Iterable[TestResult]) -> UpdateReport:
             by_file.setdefault(r.span.file, []).append(r)
     for file, rs in by_file.items():
         path = Path(file)
-        if path.suffix != ".toml":
+        if path.suffix not in (".toml", ".rule"):
             for r in rs:
                 rep.skipped.append(f"{file}:{r.span.line}: inline test `{r.name}` is in a {path.suffix} file; update it by hand")  # type: ignore[union-attr]
             continue
         text = path.read_text("utf-8")
         lines = text.split("\n")
         n = 0
-        # bottom-up, so earlier line numbers stay valid while blocks change length
-        for r in sorted(rs, key=lambda r: -r.span.line):  # type: ignore[union-attr]
-            n += _update_line_test(r, lines, rep, path)
+        update = _update_line_test if path.suffix == ".toml" else _update_dsl_test
+        # bottom-up (and right to left on one line), so earlier positions stay valid
+        for r in sorted(rs, key=lambda r: (-r.span.line, -r.span.col)):  # type: ignore[union-attr]
+            n += update(r, lines, rep, path)
         if n:
             path.write_text("\n".join(lines), "utf-8")
             rep.updated[file] = rep.updated.get(file, 0) + n
