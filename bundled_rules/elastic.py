@@ -49,7 +49,7 @@ class ElasticChildFailed(Accumulator):
         super().__init__(ctx, line, match)
         self.in_root = False
         self.values = {}
-        self.seen_rule = 0
+        self.header_lines = 0
 
     def feed(self, line):
         text = strip_prefix(line)
@@ -57,17 +57,15 @@ class ElasticChildFailed(Accumulator):
             self.in_root = True
             return True
         if not self.in_root:
-            # header: rules, title, Failures list; give up if it is not a report
-            return bool(text.strip()) and len(self.values) == 0 and self.seen_rule < 50 and self._count()
+            # header: rules, title, the Failures list; a blank line or a long header means
+            # this is not a launcher report
+            self.header_lines += 1
+            return bool(text.strip()) and self.header_lines <= 60
         if text.startswith("====") or (text.startswith("[") and self.values and text.rstrip().endswith("]:")):
             return False
         m = _FIELD.match(text)
         if m:
             self.values[m.group("key")] = m.group("val").strip()
-        return True
-
-    def _count(self):
-        self.seen_rule += 1
         return True
 
     def finalize(self):
