@@ -23,7 +23,7 @@ BY_EXIT = {"-6": "PROCESS_SIGABRT", "-7": "PROCESS_SIGBUS", "-9": "PROCESS_SIGKI
 
 @accumulator_def(
     name="ElasticChildFailed", author=AUTHOR, trigger_re=r"ChildFailedError",
-    sources=("applog",), max_lines=200,
+    sources=("applog",), max_lines=500,
     symptoms=tuple(sorted(set(BY_EXIT.values()) | {"PROCESS_EXIT_NONZERO"})),
     tests=[
         {"line": "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
@@ -60,7 +60,7 @@ class ElasticChildFailed(Accumulator):
             # header: rules, title, the Failures list; a blank line or a long header means
             # this is not a launcher report
             self.header_lines += 1
-            return bool(text.strip()) and self.header_lines <= 60
+            return bool(text.strip()) and self.header_lines <= 400
         if text.startswith("====") or (text.startswith("[") and self.values and text.rstrip().endswith("]:")):
             return False
         m = _FIELD.match(text)
