@@ -515,17 +515,20 @@ def detect_rule_folders(root: str | Path, max_depth: int = 4) -> list[str]:
     return found
 
 
-def _looks_like_rules(p: str) -> bool:
+def _looks_like_rules(p: str, text: str | None = None) -> bool:
     kind = file_kind(p)
     if kind in ("rule", "tests"):
         return True
     if kind not in ("toml", "py") or os.path.basename(p).startswith("_"):
         return False
-    try:
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(200_000)
-    except OSError:
-        return False
+    if text is not None:
+        head = text[:200_000]
+    else:
+        try:
+            with open(p, encoding="utf-8", errors="replace") as fh:
+                head = fh.read(200_000)
+        except OSError:
+            return False
     if kind == "toml":
         return bool(_RULE_TOML.search(head))
     return "rulekit.plugin" in head
@@ -584,7 +587,9 @@ class Workspace:
         return self._bundled
 
     def open(self, path: str, text: str, version: int | None = None) -> Corpus | None:
-        c = self.corpus_for(path)
+        # a file outside every known rule folder starts a corpus only if it holds rules
+        # (so opening pyproject.toml reports nothing)
+        c = self.corpus_for(path, create=_looks_like_rules(path, text))
         if c is None:
             return None
         st = c.update(path, text, version, execute=True)
@@ -592,7 +597,7 @@ class Workspace:
         return c
 
     def change(self, path: str, text: str, version: int | None = None) -> Corpus | None:
-        c = self.corpus_for(path)
+        c = self.corpus_for(path, create=_looks_like_rules(path, text))
         if c is None:
             return None
         st = c.update(path, text, version, execute=False)

@@ -264,3 +264,18 @@ def test_positions_utf16_round_trip():
     assert (p.line, p.character) == (0, 8)
     assert convert.from_position(text, T.Position(line=0, character=8)) == (1, 8)
     assert convert.from_position(text, T.Position(line=9, character=99)) == (2, 5)
+
+
+def test_unrelated_toml_outside_rule_folders_is_ignored(tmp_path: Path):
+    w = Workspace()
+    w.configure([str(tmp_path)])
+    assert w.corpora == []
+    py = tmp_path / "pyproject.toml"
+    assert w.open(str(py), '[project]\nname = "x"\n') is None
+    rules = tmp_path / "new" / "mine.toml"
+    rules.parent.mkdir()
+    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n'
+    rules.write_text(text)
+    c = w.open(str(rules), text)
+    assert c is not None and c.folders == [str(rules.parent)]
+    assert [d.code for d in c.diagnostics_by_file()[str(rules)]] == ["RK205"]
