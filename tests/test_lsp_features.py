@@ -279,3 +279,30 @@ def test_unrelated_toml_outside_rule_folders_is_ignored(tmp_path: Path):
     c = w.open(str(rules), text)
     assert c is not None and c.folders == [str(rules.parent)]
     assert [d.code for d in c.diagnostics_by_file()[str(rules)]] == ["RK205"]
+
+
+@pytest.mark.parametrize("pattern, fixed", [
+    (r"a(?>bc)d", r"a(?:bc)d"),
+    (r"ab++c", r"ab+c"),
+    (r"x\u00e9y", "x\u00e9y"),
+    (r"ab{,3}c", r"ab{0,3}c"),
+    (r"ab(?#note)c", r"abc"),
+])
+def test_re2_rewrites_are_safe_and_fix_the_pattern(tmp_path: Path, pattern: str, fixed: str):
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    f = folder / "r.toml"
+    f.write_text('[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n\n'
+                 f"[[extractor]]\nname = \"R\"\nauthor = \"t\"\nmatch_re = '{pattern}'\n"
+                 'emit = { type = "bad_node", symptom = "S" }\n')
+    c = Corpus([folder])
+    path = str(f.resolve())
+    (d,) = [d for d in c.diagnostics_by_file()[path] if d.code == "RK302"]
+    (act,) = editing.code_actions(c, path, d.span)
+    (e,) = act.edits[path]
+    lines = c.files[path].text.split("\n")
+    line = lines[e.span.line - 1]
+    lines[e.span.line - 1] = line[: e.span.col - 1] + e.new_text + line[e.span.end_col - 1:]
+    c.update(path, "\n".join(lines))
+    assert f"match_re = '{fixed}'" in c.files[path].text
+    assert not [d for d in c.diagnostics_by_file()[path] if d.code in ("RK301", "RK302")]

@@ -145,11 +145,21 @@ def _test_insertion(kind: str, path: str, text: str, rule, witness: str) -> Edit
 _REWRITES = [
     (re.compile(r"^\(\?>$"), lambda t: "(?:"),  # atomic group opener
     (re.compile(r"^(.*[*+?}])\+$", re.S), lambda t: t[:-1]),  # possessive quantifier
-    (re.compile(r"^\\[uU]([0-9a-fA-F]{4,8})$"), lambda t: "\\x{" + t[2:] + "}"),
+    (re.compile(r"^\\[uU]([0-9a-fA-F]{4,8})$"), lambda t: _char(int(t[2:], 16))),  # the character itself
     (re.compile(r"^\\Z$"), lambda t: "\\z"),
     (re.compile(r"^\{,(\d+)\}$"), lambda t: "{0," + t[2:]),
     (re.compile(r"^\(\?#[^)]*\)$"), lambda t: ""),
 ]
+
+
+def _char(code: int) -> str | None:
+    try:
+        ch = chr(code)
+    except (ValueError, OverflowError):
+        return None
+    if not ch.isprintable() or ch.isspace() or ch in "\\.^$|?*+()[]{}\"'":
+        return None  # no safe literal spelling
+    return ch
 
 
 def re2_rewrite_action(path: str, text: str, d: Diagnostic) -> Action | None:
@@ -168,6 +178,8 @@ def re2_rewrite_action(path: str, text: str, d: Diagnostic) -> Action | None:
     for rx, fn in _REWRITES:
         if rx.match(seg):
             new = fn(seg)
+            if new is None:
+                return None
             return Action(f"Rewrite `{seg}` as `{new}` (RE2-compatible)" if new else f"Remove `{seg}`",
                           "quickfix", {path: [Edit(Span(path, s.line, s.col, s.line, s.col + len(seg)), new)]}, d)
     return None
