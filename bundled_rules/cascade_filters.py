@@ -1,15 +1,21 @@
 """Filters that encode the corpus's relational reasoning over events.
 
-In order: ResolveRankFields (EARLY) puts application-log events that name a rank
-but no node on the rank's node; PythonChainFirstCause (EARLY) drops the partial
-events of chained tracebacks; StickyCudaAfterFirst (MID) keeps the first sticky
-CUDA error of a process; XidUserFaultRepeats (MID) turns Xid 13/31 that recur on
-the same GPU into hardware evidence; IbStatus12PeerBlame (MID) moves IB retry-
-exceeded blame to the remote node several peers name; TransientStorageRecovered
-(STANDARD) demotes storage outages that recovered; DemoteVictimsWhenPrimary
-(LATE) makes victims interesting once a primary fault exists.  Filters only
-move events between bad / interesting (or add derived events); they never
-decide the outcome.
+In priority order:
+- ResolveRankFields (EARLY): application-log events that name a rank but no node
+  move to the rank's node;
+- PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
+- StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
+- XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
+- IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
+  several peers name (certain with host-side link evidence);
+- TracebackFanOut (MID): identical tracebacks on many ranks are one failure;
+- TransientStorageRecovered (STANDARD): storage outages that recovered are demoted;
+- PlacedEvidenceWins (STANDARD): node-less copies of a placed symptom are demoted;
+- WatchdogStragglers (STANDARD): interesting-only lead on the rank that is behind;
+- DemoteVictimsWhenPrimary (LATE): victims become interesting once a primary exists.
+
+Filters only move events between bad and interesting, or add derived events; they
+never decide the outcome.
 """
 import re
 from datetime import datetime
