@@ -1,13 +1,18 @@
-"""Refiners for cascades the corpus knows (symptom-set level).
+"""Refiners for the cascades the corpus knows (symptom-set level).
 
-EccCascade (SCRUB): on a node with Xid 48 or 171/172, the retirement, containment
-and recovery-action Xids and the application's ECC / contained CUDA errors are its
-cascade.  Xid79ExplainsNode (SCRUB): after a GPU falls off the bus, everything
-later on that node is downstream.  NvlinkExplainsNccl (FINAL): an Xid 74 or fatal
-NVSwitch SXid explains NCCL / NVLink-CUDA symptoms anywhere in the job.
-StopExplainsTeardown (FINAL): a cancellation, preemption or time limit with no
-independent fault explains the teardown noise it causes.  Refiners only demote;
-they never invent symptoms.
+- EccCascade (SCRUB): on a node with Xid 48 or 171/172, its 63/64/94/95/154 and the
+  application's ECC / contained CUDA errors are the same memory fault again;
+- Xid79ExplainsNode (SCRUB): after a GPU falls off the bus, everything later on that
+  node is downstream;
+- SpecificNoSpaceWins (SCRUB): an shm / enroot ENOSPC is not a full filesystem;
+- NvlinkExplainsNccl (FINAL): an Xid 74 or fatal NVSwitch SXid explains NCCL and
+  NVLink-CUDA symptoms anywhere in the job;
+- StopExplainsTeardown (FINAL): what follows a cancellation, preemption or time
+  limit is its teardown; with no independent fault the stop is the outcome;
+- CompletedJobHandledErrors (FINAL): in a completed job, application errors were
+  handled.
+
+Refiners only demote; they never invent symptoms.
 """
 from rulekit.plugin import RefinerPriority, refiner_def
 
