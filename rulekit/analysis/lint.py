@@ -1,31 +1,42 @@
 """`lint`: the corpus regex lint.  Rules that overlap or are overly broad make the
 acceleration structure slow and attribution depend on rule order; each finding
-comes with a witness.
+comes with a witness.  The data comes from the acceleration structure itself
+(`rulekit.accel.Accelerator` built over the corpus's patterns and the benign
+sample, and `rulekit.accel_report.pattern_costs`), so lint says what the
+structure actually does.
 
-* RK303 unfilterable-pattern: no required literal of >= 3 bytes (the prefilter
-  cannot narrow the rule); RK304 weak-key: the rarest required literal is short or
-  common on the benign sample.  Literals come from `rulekit.literals`, the same
-  analysis the acceleration structure uses to choose its keys.
+* RK303 unfilterable-pattern: the accelerator chose no key literal (none of >= 3
+  bytes is required, or the pattern cannot be read or gated) and says why.
+* RK304 weak-key: the chosen (rarest) key is on more than `weak_key_rate` of benign
+  sample lines, or shorter than `min_key_len` bytes.
 * RK305 broad-pattern: match rate on the benign sample above `broad_rate`, with the
   first benign line it matches (not for `data` extractors: recording versions and
   parameters from healthy logs is their job, and they never rank).
-* RK308 slow-pattern: time per MB of the benign sample above the budget.
-* RK306 overlapping-patterns / RK307 shadowed-pattern: for pairs of evidence
-  extractors (not `data`) that can see the same lines (sources agree, not two entries of one catalog) and
-  either share a required literal or co-fire on the sample, an exact search
-  (`rulekit.analysis.overlap`) for a line both match with overlapping matches,
-  and for containment; every witness is confirmed on RE2.  A pair the exact
-  search cannot decide falls back to its sample witness (data `method`).
+* RK308 slow-pattern: time per MB running the rule alone on the sample, above the budget.
+* RK306 overlapping-patterns: two evidence extractors (not `data`) that can see the
+  same lines (sources agree, not two entries of one catalog) and
+  - both fire on a real line: a benign sample line or one of the corpus's own test
+    lines (inline test lines and job-test observations); that line is the witness;
+  - or, for pairs that share a required literal (or where one has none), the exact
+    search of `rulekit.analysis.overlap` constructs a line where their matches share
+    at least `overlap_min_shared` characters (confirmed on RE2).  Pairs that share
+    no literal and never co-fire are not searched.
+* RK307 shadowed-pattern: of an overlapping pair, one's lines are all the other's
+  (exact containment by `overlap.contains`, after cheap exact disproofs), with who
+  wins by rank and whether the loser can ever decide the root cause.
 * RK205 unused symptoms (from the loader) and, when test results are given,
   RK402 / RK403 (rules with no test, rules no test fires).
 
-Thresholds: `analysis/defaults.toml` [lint].  Suppress with `# rulekit: ignore[CODE]`.
-Pure: returns Diagnostics; the only side effect is timing the patterns.
+Every overlap carries quick fixes in `data`: `fix` (an inline test of the winner on
+the witness) and `fix_case` (a `*.test.toml` case pinning the winner as the root
+cause).  Thresholds: `analysis/defaults.toml` [lint].  Suppress with
+`# rulekit: ignore[CODE]`.  Pure: returns Diagnostics; the only side effect is
+timing the patterns (RK308; `cost=False` skips it).
 """
 from __future__ import annotations
 
 import itertools
-import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from rulekit import literals as L
@@ -87,68 +98,94 @@ def _lint_rules(load: LoadResult) -> list[Rule]:
     return out
 
 
-# ---- literals ---------------------------------------------------------------------------------
+# ---- the acceleration structure's view: literals, sample hits, cost ------------------------------
 
-def literal_checks(rules: Sequence[Rule], sample: bytes, cfg: Mapping[str, Any]) -> list[Diagnostic]:
-    factors = [L.factors_of(r.match_re) for r in rules]
-    choices = L.choose_keys(factors, sample)
+@dataclass
+class SampleScan:
+    """Which lines of the benign sample (and of the corpus's own test lines) each rule
+    matches, from the acceleration structure's exact scan."""
+
+    hits: dict[str, set[int]]  # rule -> line start offsets
+    text: dict[int, str]  # line start -> the line
+    cut: int  # offsets below this are benign sample lines, the rest are test lines
+    sample_lines: int
+
+
+def literal_checks(rules: Sequence[Rule], acc: Any, cfg: Mapping[str, Any]) -> list[Diagnostic]:
+    """RK303 / RK304 from the accelerator's per-pattern analysis (`Accelerator.analysis`):
+    the key literal it chose (rarest in the sample), prefilterable or not and why."""
     out = []
-    for r, fs, ch in zip(rules, factors, choices):
-        if fs is None:
-            out.append(Diagnostic("RK303", f"`{r.name}`: no required literal can be extracted (Python's parser cannot "
-                                  "read the pattern)", _where(r), data={"rule": r.name}))
+    for r, a in zip(rules, acc.analysis):
+        if a.key is None or (not a.prefilterable and not a.weak_key and a.reason):
+            why = a.reason or f"no literal of at least {L.MIN_KEY} bytes is required by every match"
+            out.append(Diagnostic("RK303", f"`{r.name}`: the prefilter cannot narrow it ({why}), so it is tried on "
+                                  "every line that passes the gate", _where(r), data={"rule": r.name, "reason": why}))
             continue
-        if ch.factor is None:
-            out.append(Diagnostic("RK303", f"`{r.name}`: no literal of at least {L.MIN_KEY} bytes is required by every "
-                                  "match, so the prefilter tries this rule on every candidate line", _where(r),
-                                  data={"rule": r.name}))
-            continue
-        keys = sorted(k.decode("utf-8", "replace") for k in ch.factor)
-        shortest = min(len(k) for k in ch.factor)
-        if ch.rate > cfg["weak_key_rate"]:
+        keys = sorted(k.decode("utf-8", "replace") for k in a.key)
+        shortest = min(len(k) for k in a.key)
+        if a.key_sample_rate > cfg["weak_key_rate"]:
             out.append(Diagnostic("RK304", f"`{r.name}`: its rarest required literal {' | '.join(map(repr, keys))} is on "
-                                  f"{ch.rate:.2%} of benign sample lines (threshold {cfg['weak_key_rate']:.2%})",
-                                  _where(r), data={"rule": r.name, "key": keys, "rate": ch.rate}))
+                                  f"{a.key_sample_rate:.2%} of benign sample lines (threshold {cfg['weak_key_rate']:.2%})",
+                                  _where(r), data={"rule": r.name, "key": keys, "rate": a.key_sample_rate}))
         elif shortest < cfg["min_key_len"]:
             out.append(Diagnostic("RK304", f"`{r.name}`: its best required literal {' | '.join(map(repr, keys))} is only "
                                   f"{shortest} bytes long", _where(r), data={"rule": r.name, "key": keys}))
     return out
 
 
-# ---- the sample: breadth and cost ---------------------------------------------------------------
-
 def sample_lines(sample: bytes) -> list[str]:
     return [ln.rstrip("\r") for ln in sample.decode("utf-8", "replace").split("\n") if ln.strip()]
 
 
-def sample_checks(rules: Sequence[Rule], lines: Sequence[str], size: int, cfg: Mapping[str, Any],
-                  cost: bool = True) -> tuple[list[Diagnostic], dict[str, set[int]]]:
-    """RK305 and RK308, and the sample lines each rule matches (for co-firing)."""
-    out: list[Diagnostic] = []
-    hits: dict[str, set[int]] = {}
-    mb = max(size, 1) / (1 << 20)
+def scan_sample(rules: Sequence[Rule], acc: Any, sample: bytes, extra_lines: Sequence[str] = ()) -> SampleScan:
+    from rulekit.scan import iter_lines
+
+    if sample and not sample.endswith(b"\n"):
+        sample += b"\n"
+    extra = "".join(ln.replace("\n", " ") + "\n" for ln in extra_lines).encode("utf-8")
+    data = sample + extra
+    hits: dict[str, set[int]] = {r.name: set() for r in rules}
+    text: dict[int, str] = {}
+    for start, end, i, _caps in acc.scan(data):
+        hits[rules[i].name].add(start)
+        if start not in text:
+            text[start] = data[start:end].rstrip(b"\r").decode("utf-8", "replace")
+    n = sum(1 for s, e in iter_lines(sample) if sample[s:e].strip()) if sample else 0
+    return SampleScan(hits, text, len(sample), n)
+
+
+def broad_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any]) -> list[Diagnostic]:
+    """RK305: match rate on the benign sample (its lines only, not the test lines)."""
+    out = []
     for r in rules:
-        rx = compile_pattern(r.match_re)
-        best = None
-        for _ in range(max(1, int(cfg["cost_repeats"])) if cost else 1):
-            t0 = time.perf_counter()
-            matched = {i for i, ln in enumerate(lines) if rx.search(ln) is not None}
-            dt = time.perf_counter() - t0
-            best = dt if best is None else min(best, dt)
-        hits[r.name] = matched
-        rate = len(matched) / len(lines) if lines else 0.0
-        if lines and rate > cfg["broad_rate"] and _evidence(r):
-            witness = lines[min(matched)]
-            out.append(Diagnostic("RK305", f"`{r.name}` matches {len(matched)} of {len(lines)} benign sample lines "
+        benign = sorted(x for x in scan.hits[r.name] if x < scan.cut)
+        rate = len(benign) / scan.sample_lines if scan.sample_lines else 0.0
+        if benign and rate > cfg["broad_rate"] and _evidence(r):
+            witness = scan.text[benign[0]]
+            out.append(Diagnostic("RK305", f"`{r.name}` matches {len(benign)} of {scan.sample_lines} benign sample lines "
                                   f"({rate:.2%}, threshold {cfg['broad_rate']:.2%}), e.g. {witness!r}", _where(r),
                                   data={"rule": r.name, "rate": rate, "witness": witness}))
-        ms_per_mb = (best or 0.0) * 1000 / mb
-        budget = cfg["cost_budget_ms_per_mb"]
-        if cost and lines and budget > 0 and ms_per_mb > budget:
+    return out
+
+
+def cost_checks(rules: Sequence[Rule], sample: bytes, cfg: Mapping[str, Any]) -> list[Diagnostic]:
+    """RK308: each rule run alone on every sample line (`accel_report.pattern_costs`),
+    the fastest of `cost_repeats` runs, against the budget."""
+    from rulekit.accel_report import pattern_costs
+
+    budget = cfg["cost_budget_ms_per_mb"]
+    if budget <= 0 or not sample:
+        return []
+    pats = [r.match_re for r in rules]
+    runs = [pattern_costs(pats, sample) for _ in range(max(1, int(cfg["cost_repeats"])))]
+    out = []
+    for i, r in enumerate(rules):
+        ms_per_mb = min(run[i] for run in runs) * 1000 / 1.048576  # s/MiB -> ms/MB
+        if ms_per_mb > budget:
             out.append(Diagnostic("RK308", f"`{r.name}` costs {ms_per_mb:.1f} ms per MB of benign log "
                                   f"(budget {budget:g} ms/MB)", _where(r),
                                   data={"rule": r.name, "ms_per_mb": round(ms_per_mb, 2), "budget": budget}))
-    return out, hits
+    return out
 
 
 # ---- overlap and shadowing ------------------------------------------------------------------------
@@ -160,7 +197,8 @@ def _keys(r: Rule) -> set[bytes]:
 
 def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]]) -> list[tuple[Rule, Rule, int | None]]:
     """Pairs worth the exact search: same lines possible, and a shared required literal
-    (or no literal at all) or a benign line both match.  Third item: a co-firing line."""
+    (or no literal at all) or a real line (benign sample or test line) both match.
+    Third item: the first such line (its offset)."""
     keys = {r.name: _keys(r) for r in rules}
     out = []
     for a, b in itertools.combinations([r for r in rules if _evidence(r)], 2):
@@ -182,6 +220,10 @@ def _rank(engine: Any, sym: str | None) -> int | None:
     if engine is None or sym is None or not engine.registry.is_known(sym):
         return None
     return engine.registry.rank(sym)
+
+
+_WITNESS_NOTE = {"sample": " [a benign sample line]", "test line": " [a test line of the corpus]",
+                 "approximate": " [witness from an over-approximation, confirmed on RE2]"}
 
 
 def _fix(w: str, winner: Rule) -> str:
@@ -217,8 +259,12 @@ def _fix_case(w: str, a: Rule, b: Rule, winner: Rule) -> str | None:
     ])
 
 
-def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: Sequence[str], cfg: Mapping[str, Any],
+def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any],
                    engine: Any = None) -> list[Diagnostic]:
+    """RK306 / RK307.  A pair is reported when both rules fire on a real line (the
+    benign sample or the corpus's own test lines: the witness is that line), or
+    when the exact search constructs a line where their matches overlap."""
+    hits = scan.hits
     out = []
     budget, rep = int(cfg["overlap_state_budget"]), int(cfg["max_repeat_expansion"])
     nfas: dict[str, OV.NFA | None] = {}
@@ -234,14 +280,12 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
     for a, b, cofire in candidate_pairs(rules, hits):
         na, nb = nfa(a), nfa(b)
         witness, method = None, None
-        if na is not None and nb is not None:
+        if cofire is not None:
+            witness, method = scan.text[cofire], ("sample" if cofire < scan.cut else "test line")
+        elif na is not None and nb is not None:
             res = OV.overlap(na, nb, budget, rep, int(cfg["overlap_min_shared"]))
             if res.found and res.witness is not None and _confirm(res.witness, a, b):
                 witness, method = res.witness, "exact" if res.exact else "approximate"
-            elif res.found is False and res.exact:
-                continue  # proven: no line where their matches overlap
-        if witness is None and cofire is not None:
-            witness, method = lines[cofire], "sample"
         if witness is None:
             continue
         # shadowing: is one contained in the other?
@@ -252,8 +296,8 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
                 short = OV.shortest_line(nsmall, budget, rep)
                 if short is not None and compile_pattern(big.match_re).search(short) is None:
                     continue
-                if any(compile_pattern(big.match_re).search(lines[i]) is None for i in hits.get(small.name, ())):
-                    continue
+                if hits.get(small.name, set()) - hits.get(big.name, set()):
+                    continue  # a real line `small` matches and `big` does not
                 c = OV.contains(nbig, nsmall, budget, rep)
                 if c.found is True and c.exact:
                     shadow = (big, small)
@@ -285,7 +329,7 @@ def overlap_checks(rules: Sequence[Rule], hits: Mapping[str, set[int]], lines: S
         out.append(Diagnostic(
             "RK306", f"`{later.name}` and `{first.name}` both match {witness!r}"
             + (f" ({_symptom(first)} rank {ra} vs {_symptom(later)} rank {rb})" if ra is not None and rb is not None else "")
-            + ("" if method == "exact" else f" [{method} witness]"),
+            + _WITNESS_NOTE.get(method or "", ""),
             _where(later), related=(Related(_where(first), f"`{first.name}` is defined here"),),
             data={"rule": later.name, "other": first.name, "witness": witness, "method": method,
                   "fix": _fix(witness, win := (first if (ra or 0) >= (rb or 0) else later)),
@@ -306,13 +350,20 @@ def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[s
     cov_cfg = (config or default_settings())["coverage"]
     data = _default_sample() if sample is None else sample
     rules = _lint_rules(load)
-    lines = sample_lines(data)
     diags: list[Diagnostic] = []
-    diags += literal_checks(rules, data, cfg)
-    found, hits = sample_checks(rules, lines, len(data), cfg, cost=cost)
-    diags += found
-    if cfg["overlap"]:
-        diags += overlap_checks(rules, hits, lines, cfg, load.engine)
+    if rules:
+        from rulekit.accel import Accelerator
+
+        acc = Accelerator([r.match_re for r in rules], sample=data)
+        extra = [t.line for r in rules for t in r.tests]
+        extra += [ln for c in load.ruleset.job_tests for o in c.observations for ln in o.lines]
+        scan = scan_sample(rules, acc, data, extra)
+        diags += literal_checks(rules, acc, cfg)
+        diags += broad_checks(rules, scan, cfg)
+        if cost:
+            diags += cost_checks(rules, data, cfg)
+        if cfg["overlap"]:
+            diags += overlap_checks(rules, scan, cfg, load.engine)
     diags += [d for d in load.diagnostics if d.code == "RK205"]
     if test_results is not None and cfg["coverage"] and load.engine is not None:
         cov = static_coverage(load.engine, cov_cfg) + run_coverage(load.engine, test_results, cov_cfg)
