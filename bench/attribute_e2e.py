@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--many", type=int, default=6, help="job directories for the process-pool run (0: skip)")
-    ap.add_argument("--many-size-mb", type=int, default=128)
+    ap.add_argument("--many-size-mb", type=int, default=512)
     args = ap.parse_args(argv)
 
     probe = subprocess.run([str(RULEKIT), "attribute", "--help"], capture_output=True, text=True)
