@@ -250,3 +250,23 @@ def test_update_rewrites_dsl_test_clauses(tmp_path):
     assert 'test "x a b" => bad_node "S" } }' in text
     assert "# the first test expects" in text
     assert run("test", str(d))[0] == 0
+
+
+def test_update_rewrites_dsl_job_case(tmp_path):
+    d = tmp_path / "rules"
+    d.mkdir()
+    case = '''
+# a job case whose expectation is out of date
+case "gpu lost" {
+  job { id = "t1", state = "FAILED", nodes = ["node-01"] }
+  observe applog { "a distinctive foo text" }
+  expect { outcome = "network", root_cause = "T", bad_nodes = ["node-09"] }
+}
+'''
+    (d / "r.rule").write_text(DSL + case)
+    assert run("test", str(d), "-k", "job")[0] == 1
+    assert run("test", str(d), "--update")[0] == 0
+    text = (d / "r.rule").read_text()
+    assert 'expect { outcome = "hardware", root_cause = "S", bad_nodes = ["node-01"] }' in text
+    assert "# a job case whose expectation is out of date" in text
+    assert run("test", str(d))[0] == 0

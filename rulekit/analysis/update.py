@@ -8,8 +8,11 @@
 * inline DSL test clauses (`test "LINE" [with {...}] [=> EXPECT]`): the EXPECT part
   is rewritten in place, the rest of the line is kept.
 
-DSL job cases and TOML inline-table tests are not rewritten: they are listed as
-skipped so the author updates them by hand.  The only module of the toolkit that
+* DSL job cases (`case "NAME" { ... expect { ... } }`): the `expect { ... }` table
+  is rewritten on its own line(s), comments elsewhere kept.
+
+TOML inline-table tests are not rewritten: they are listed as skipped so the
+author updates them by hand.  The only module of the toolkit that
 writes files, and only when the user asked for it.
 """
 from __future__ import annotations
@@ -60,8 +63,11 @@ def _update_job_case(r: TestResult, rep: UpdateReport) -> None:
 
     assert r.span is not None
     path = Path(r.span.file)
+    if path.suffix == ".rule":
+        _update_dsl_case(r, rep, path)
+        return
     if path.suffix != ".toml":
-        rep.skipped.append(f"{path}:{r.span.line}: job case `{r.name}` is not in a TOML file; update it by hand")
+        rep.skipped.append(f"{path}:{r.span.line}: job case `{r.name}` is not in a TOML or DSL file; update it by hand")
         return
     doc = tomlkit.parse(path.read_text("utf-8"))
     cases = [c for c in doc.get("case", []) if c.get("name") == r.name]
@@ -80,6 +86,49 @@ def _update_job_case(r: TestResult, rep: UpdateReport) -> None:
         if exp.get(k) != v:
             exp[k] = v
     path.write_text(tomlkit.dumps(doc), "utf-8")
+    rep.updated[str(path)] = rep.updated.get(str(path), 0) + 1
+
+
+def _dsl_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(_dsl_value(x) for x in v) + "]"
+    return _q(str(v))
+
+
+def _update_dsl_case(r: TestResult, rep: UpdateReport, path: Path) -> None:
+    """Rewrite the `expect { ... }` of the DSL case whose name is at r.span."""
+    assert r.span is not None
+    text = path.read_text("utf-8")
+    lines = text.split("\n")
+    start = sum(len(x) + 1 for x in lines[: r.span.line - 1]) + r.span.col - 1
+    m = re.compile(r"\bexpect\s*\{").search(text, start)
+    nxt = re.compile(r"^case\s", re.M).search(text, start + 1)
+    if m is None or (nxt is not None and m.start() > nxt.start()):
+        rep.skipped.append(f"{path}:{r.span.line}: cannot find the `expect {{...}}` of case `{r.name}`")
+        return
+    depth, i = 0, m.end() - 1
+    in_str = False
+    while i < len(text):
+        ch = text[i]
+        if in_str:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    new = _accepted(dict(r.expected), r.actual)
+    body = ", ".join(f"{k} = {_dsl_value(v)}" for k, v in new.items())
+    path.write_text(text[: m.start()] + "expect { " + body + " }" + text[i + 1:], "utf-8")
     rep.updated[str(path)] = rep.updated.get(str(path), 0) + 1
 
 
