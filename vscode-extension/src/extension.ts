@@ -116,7 +116,21 @@ async function showProblem(problem: StartProblem): Promise<void> {
   else if (choice === "Show Output") serverOutput.show(true);
 }
 
+/** Start the server; never throws (a failure becomes `startProblem` and one message). */
 async function startServer(): Promise<void> {
+  try {
+    await startServerOrThrow();
+  } catch (err) {
+    client = undefined;
+    startProblem = {
+      message: `rulekit: the language server could not be started: ${err instanceof Error ? err.message : String(err)}`,
+      fix: "See Output > rulekit Language Server, then run \"rulekit: Restart server\".",
+    };
+    void showProblem(startProblem);
+  }
+}
+
+async function startServerOrThrow(): Promise<void> {
   const s = settings();
   launcher = resolveLauncher(s.server, process.env, workspaceDirs(), (p) => fs.existsSync(p));
   ruleFolders = await findRuleFolders();
