@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rulekit.codes import CODES, Code, lookup
+from rulekit.codes import Code, lookup
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.engine import RuleEngine, applies
 from rulekit.expand import render
 from rulekit.jobdir import JobDir, read_job_dir
-from rulekit.model import EMIT_TYPES, SHORT_EMIT, AccumulatorRule, ExtractorRule
+from rulekit.model import SHORT_EMIT, ExtractorRule
 from rulekit.observation import Observation
 from rulekit.regex import compile_pattern
 from rulekit.session import Session
