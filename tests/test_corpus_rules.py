@@ -166,3 +166,19 @@ def test_advice_and_noise_lines_are_not_evidence(bundled, line):
     non-fatal SXids ...) never yields a bad-node event."""
     events = _line_events(bundled, line)
     assert [e for e in events if e[1] == "Attribution.node.bad"] == []
+
+
+def test_every_corpus_symptom_is_produced_by_some_test(bundled):
+    """Each symptom the corpus registers is produced by an inline test, a job case or an
+    example job (no dead registrations)."""
+    from rulekit.testing import run_examples, run_job_tests
+
+    produced: set[str] = set()
+    for res in (*run_inline_tests(bundled), *run_job_tests(bundled),
+                *run_examples(bundled, [RULES.parent / "examples"])):
+        produced |= set(res.symptoms or ())
+    mine = [s.name for s in bundled.ruleset.symptoms if s.span and Path(s.span.file).name in CORPUS_FILES | {
+        "cascade_filters.py", "cascade_refiners.py", "collectors.py"}]
+    assert len(mine) > 200
+    missing = [s for s in mine if s not in produced]
+    assert not missing, missing
