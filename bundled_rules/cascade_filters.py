@@ -1,8 +1,8 @@
 """Filters that encode the corpus's relational reasoning over events.
 
 In priority order:
-- ResolveRankFields (EARLY): application-log events that name a rank but no node
-  move to the rank's node;
+- ResolveRankFields (EARLY): events with no node move to the rank their text names,
+  or to the host a pasted syslog line names;
 - PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
 - StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
 - XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
@@ -36,21 +36,36 @@ register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gp
 
 # ---- EARLY ---------------------------------------------------------------------------------
 
+_SYSLOG_HOST = re.compile(
+    r"(?:^|\s)(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*) "
+    r"(?P<host>[A-Za-z][\w.-]*) (?:kernel|slurmd|slurmstepd|nvidia-\w+|nv-\w+|systemd)(?:\[\d+\])?:")
+
+
 @filter_def(name="ResolveRankFields", author=AUTHOR, priority=FilterPriority.EARLY + 50)
 def resolve_rank_fields(context):
-    """Application-log events with no node but a rank in their fields (`[Rank 3]` inside
-    a ProcessGroupNCCL line, a ChildFailedError rank) move to that rank's node."""
+    """Events that no node was found for: an application-log line naming a rank in its
+    text (`[Rank 3]` inside a ProcessGroupNCCL line, a ChildFailedError rank) moves to
+    that rank's node; a syslog-shaped line pasted into an application log
+    (`Aug 11 03:14:22 node0003 kernel: ...`) moves to the host it names when that host
+    is one of the job's nodes (or the job lists none)."""
     stream, job = context.event_stream, context.job
+    nodes = set(job.nodes)
     for e in stream.node_events():
         if e.node is not None:
             continue
         rank = rank_field(e)
         node = job.rank_to_node(rank) if rank is not None else None
+        why = f"rank {rank} runs on {node}"
+        if not node:
+            m = _SYSLOG_HOST.search((e.datum or "")[:200])
+            host = m.group("host").split(".", 1)[0] if m else None
+            if host and (not nodes or host in nodes):
+                node, why = host, f"the syslog line names host {host}"
         if not node:
             continue
         stream.add(EventSpec(type=SHORT_EMIT.get(e.event_type, e.event_type), symptom=e.symptom, node=node,
                              fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
-                   rule="ResolveRankFields", cause=e, reason=f"rank {rank} runs on {node}")
+                   rule="ResolveRankFields", cause=e, reason=why)
         stream.discard([e], rule="ResolveRankFields", reason=f"re-attributed to {node}")
 
 

@@ -36,8 +36,9 @@ def exception_of(text: str) -> tuple[str, str] | None:
     return m.group("type"), (m.group("msg") or "").strip()
 
 
-_DISTRIBUTED = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|DistError|NCCL error|ProcessGroupNCCL|"
-                          r"NCCL communicator|ncclRemoteError|ncclSystemError|Watchdog caught")
+_DISTRIBUTED = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|DistError|\bNCCL\b|ProcessGroupNCCL|"
+                          r"ncclRemoteError|ncclSystemError|Watchdog caught|collective operation timeout|[Gg]loo|c10d|"
+                          r"Connection reset by peer|Broken pipe|Socket Timeout")
 _CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|AcceleratorError|CUBLAS_STATUS|CUDNN_STATUS|"
                    r"cudaError|device-side assert")
 _INTERRUPT = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|SignalException)$")
