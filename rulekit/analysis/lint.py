@@ -20,7 +20,8 @@ structure actually does.
   - or, for pairs that share a required literal (or where one has none), the exact
     search of `rulekit.analysis.overlap` constructs a line where their matches share
     at least `overlap_min_shared` characters (confirmed on RE2).  Pairs that share
-    no literal and never co-fire are not searched.
+    no literal and never co-fire are not searched unless `overlap_all_pairs` is set
+    (every compatible pair; minutes on a large corpus: for a nightly job).
 * RK307 shadowed-pattern: of an overlapping pair, one's lines are all the other's
   (exact containment by `overlap.contains`, after cheap exact disproofs), with who
   wins by rank and whether the loser can ever decide the root cause.
@@ -195,7 +196,8 @@ def _keys(r: Rule) -> set[bytes]:
     return {k for f in fs for k in f}
 
 
-def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]]) -> list[tuple[Rule, Rule, int | None]]:
+def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
+                    all_pairs: bool = False) -> list[tuple[Rule, Rule, int | None]]:
     """Pairs worth the exact search: same lines possible, and a shared required literal
     (or no literal at all) or a real line (benign sample or test line) both match.
     Third item: the first such line (its offset)."""
@@ -207,7 +209,7 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]]) -> list
         common = hits.get(a.name, set()) & hits.get(b.name, set())
         ka, kb = keys[a.name], keys[b.name]
         shared = not ka or not kb or any(x in y or y in x for x in ka for y in kb)
-        if common or shared:
+        if common or shared or all_pairs:
             out.append((a, b, min(common) if common else None))
     return out
 
@@ -277,7 +279,7 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
                 nfas[r.name] = None
         return nfas[r.name]
 
-    for a, b, cofire in candidate_pairs(rules, hits):
+    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"])):
         na, nb = nfa(a), nfa(b)
         witness, method = None, None
         if cofire is not None:
