@@ -171,3 +171,20 @@ def specific_no_space_wins(context):
     specific = [x for x in SPECIFIC_NO_SPACE if x in s]
     if specific and "FS_NO_SPACE" in s:
         s.demote("FS_NO_SPACE", "SpecificNoSpaceWins", f"the same ENOSPC is {specific[0]}")
+
+
+@refiner_def(name="InjectedFaultExplainsJob", author=AUTHOR, priority=RefinerPriority.FINAL + 40)
+def injected_fault_explains_job(context):
+    """An NVRx-injected fault (a resiliency test) explains the errors it provokes: the
+    device assert of GPU_ERROR, the segfault of SEGFAULT, the watchdog timeouts of
+    GPU_SLEEP / LOCK_GIL, the signals.  Everything but independent hardware evidence is
+    demoted so the test run is never read as a real fault."""
+    s = context.symptoms
+    injected = [x for x in s.symptoms() if x.startswith("NVRX_INJECTED_")]
+    if not injected:
+        return
+    reg = context.registry
+    for sym in s.symptoms():
+        if sym.startswith("NVRX_INJECTED_") or reg.info(sym).outcome == "hardware":
+            continue
+        s.demote(sym, "InjectedFaultExplainsJob", f"provoked by {injected[0]}")
