@@ -5,6 +5,7 @@
 - Xid79ExplainsNode (SCRUB): after a GPU falls off the bus, everything later on that
   node is downstream;
 - SpecificNoSpaceWins (SCRUB): an shm / enroot ENOSPC is not a full filesystem;
+- InjectedFaultExplainsJob (FINAL): an NVRx-injected fault explains what it provokes;
 - NvlinkExplainsNccl (FINAL): an Xid 74 or fatal NVSwitch SXid explains NCCL and
   NVLink-CUDA symptoms anywhere in the job;
 - StopExplainsTeardown (FINAL): what follows a cancellation, preemption or time
