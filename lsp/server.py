@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import Any
 
 from lsprotocol import types as T
@@ -35,6 +36,10 @@ class RulekitLanguageServer(LanguageServer):
         self.lint_timers: dict[int, asyncio.TimerHandle] = {}
         self.test_tasks: set[asyncio.Task] = set()
         self.lens_refresh = False
+        self.watch_files = False
+        self.test_locks: dict[int, asyncio.Lock] = {}
+        self.linting: dict[int, bool] = {}  # corpus -> lint running
+        self.lint_again: set[int] = set()  # corpus -> edited while linting: lint once more
 
     # ---- helpers ------------------------------------------------------------------------
     def doc_text(self, uri: str) -> str:
@@ -113,9 +118,27 @@ class RulekitLanguageServer(LanguageServer):
         task.add_done_callback(self.test_tasks.discard)
         return task
 
+    @staticmethod
+    def background(fn):
+        """Run fn in a daemon thread (so exit never waits for a long lint) and await it."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+
+        def work() -> None:
+            try:
+                result = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_exception(e))
+            else:
+                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(result))
+
+        threading.Thread(target=work, daemon=True, name="rulekit-lsp-job").start()
+        return fut
+
     async def run_tests(self, corpus: Corpus, job) -> dict[str, Any]:
-        loop = asyncio.get_event_loop()
-        results, cache = await loop.run_in_executor(None, job.run)
+        lock = self.test_locks.setdefault(id(corpus), asyncio.Lock())
+        async with lock:  # one test run at a time per corpus; later runs hit the cache
+            results, cache = await self.background(job.run)
         corpus.apply_tests(job, results, cache)
         self.publish(corpus)
         self.refresh_lenses()
@@ -127,13 +150,24 @@ class RulekitLanguageServer(LanguageServer):
                              for r in failed[:50]]}
 
     async def run_lint(self, corpus: Corpus) -> None:
-        job = corpus.lint_job()
-        if job is None:
+        key = id(corpus)
+        if self.linting.get(key):
+            self.lint_again.add(key)  # the running lint is stale: run once more when it ends
             return
-        loop = asyncio.get_event_loop()
-        diags = await loop.run_in_executor(None, job.run)
-        corpus.apply_lint(job, diags)
-        self.publish(corpus)
+        self.linting[key] = True
+        try:
+            while True:
+                self.lint_again.discard(key)
+                job = corpus.lint_job()
+                if job is None:
+                    return
+                diags = await self.background(job.run)
+                corpus.apply_lint(job, diags)
+                self.publish(corpus)
+                if key not in self.lint_again:
+                    return
+        finally:
+            self.linting[key] = False
 
     def refresh_lenses(self) -> None:
         if self.lens_refresh:
@@ -167,6 +201,8 @@ def initialize(ls: RulekitLanguageServer, params: T.InitializeParams) -> None:
         roots.append(params.root_path)
     ws_caps = params.capabilities.workspace
     ls.lens_refresh = bool(ws_caps and ws_caps.code_lens and ws_caps.code_lens.refresh_support)
+    ls.watch_files = bool(ws_caps and ws_caps.did_change_watched_files
+                          and ws_caps.did_change_watched_files.dynamic_registration)
     ls.ws.configure(roots, ls.settings)
 
 
@@ -174,6 +210,11 @@ def initialize(ls: RulekitLanguageServer, params: T.InitializeParams) -> None:
 def initialized(ls: RulekitLanguageServer, params: T.InitializedParams) -> None:
     for p in ls.setting_problems:
         ls.show(p)
+    if ls.watch_files:  # rule files changed outside the editor (git checkout, generators)
+        watchers = [T.FileSystemWatcher(glob_pattern=g) for g in ("**/*.toml", "**/*.rule", "**/*.py")]
+        ls.client_register_capability(T.RegistrationParams(registrations=[T.Registration(
+            id="rulekit-watched-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=T.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
     ls.publish_all()
     for c in ls.ws.corpora:
         ls.schedule_lint(c)
@@ -243,6 +284,21 @@ def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -
         c = ls.ws.corpus_for(path, create=False)
         if c is not None:
             ls.publish(c)
+
+
+@server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: RulekitLanguageServer, params: T.DidChangeWatchedFilesParams) -> None:
+    touched = []
+    for ev in params.changes:
+        path = convert.uri_to_path(ev.uri)
+        if path is None:
+            continue
+        c = ls.ws.disk_changed(path, deleted=ev.type == T.FileChangeType.Deleted)
+        if c is not None and c not in touched:
+            touched.append(c)
+    for c in touched:
+        ls.publish(c)
+        ls.schedule_lint(c)
 
 
 # ---- language features -----------------------------------------------------------------------

@@ -614,6 +614,29 @@ class Workspace:
         c.update(path, text, st.version if st else None, execute=True).is_open = bool(st and st.is_open)
         return c
 
+    def disk_changed(self, path: str, deleted: bool = False) -> Corpus | None:
+        """A rule file changed on disk outside the editor (git checkout, a generator)."""
+        c = self.corpus_for(path, create=False)
+        if c is None:
+            if deleted or not is_rule_path(path) or not _looks_like_rules(path):
+                return None
+            c = self.corpus_for(path)
+            return c
+        st = c.files.get(path)
+        if st is not None and st.is_open:
+            return None  # the editor's buffer wins
+        if deleted:
+            c.remove(path)
+            return c
+        if not is_rule_path(path):
+            return None
+        try:
+            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
+        except (OSError, UnicodeDecodeError):
+            c.remove(path)
+            c.load()  # reports the unreadable file as the loader does
+        return c
+
     def close(self, path: str) -> None:
         c = self.corpus_for(path, create=False)
         if c is None or path not in c.files:

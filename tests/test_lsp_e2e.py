@@ -30,6 +30,11 @@ async def client(lsp_client: LanguageClient, request):
     @lsp_client.feature(T.WORKSPACE_CODE_LENS_REFRESH)
     def _refresh(params):  # VS Code declares refresh support; answer like it does
         return None
+    @lsp_client.feature(T.CLIENT_REGISTER_CAPABILITY)
+    def _register(params):  # the editor accepts the server's file watchers
+        lsp_client.registrations = params.registrations  # type: ignore[attr-defined]
+        return None
+
 
     await lsp_client.initialize_session(T.InitializeParams(
         capabilities=pytest_lsp.client_capabilities(request.param), root_uri=uri(WS),

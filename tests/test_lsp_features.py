@@ -306,3 +306,26 @@ def test_re2_rewrites_are_safe_and_fix_the_pattern(tmp_path: Path, pattern: str,
     c.update(path, "\n".join(lines))
     assert f"match_re = '{fixed}'" in c.files[path].text
     assert not [d for d in c.diagnostics_by_file()[path] if d.code in ("RK301", "RK302")]
+
+
+def test_formatting_toml_keeps_comments(ws: Path):
+    base = ws / "rules" / "base.toml"
+    messy = base.read_text().replace('name = "GPU_FELL_OFF"', 'name = "GPU_FELL_OFF"   ').replace(
+        "[[symptom]]\nname = \"NCCL_TIMEOUT\"", "\n\n\n[[symptom]]\nname = \"NCCL_TIMEOUT\"")
+    (e,) = editing.format_document(str(base), messy)
+    assert e.new_text == base.read_text()
+    assert e.new_text.startswith("# Fixture corpus")
+
+
+def test_files_changed_on_disk(corpus: Corpus, ws: Path, tmp_path: Path):
+    w = Workspace()
+    w.configure([str(ws)])
+    c = w.corpora[0]
+    new = ws / "rules" / "more.toml"
+    new.write_text('[[extractor]]\nname = "More"\nauthor = "t"\nmatch_re = \'more trouble\'\n'
+                   'emit = { type = "bad_node", symptom = "NOT_THERE" }\n')
+    assert w.disk_changed(str(new)) is c
+    assert [d.code for d in c.diagnostics_by_file()[str(new)]] == ["RK203"]
+    new.unlink()
+    assert w.disk_changed(str(new), deleted=True) is c
+    assert str(new) not in c.diagnostics_by_file()

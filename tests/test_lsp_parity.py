@@ -114,6 +114,15 @@ def test_workspace_diagnostics_equal_cli(name: str):
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "rulekit_lsp.server"]),
                     params=["lsp-broken", "lsp-ws", "every_check-check", "every_check-lint"])
 async def client(lsp_client: LanguageClient, request):
+    @lsp_client.feature(T.CLIENT_REGISTER_CAPABILITY)
+    def _register(params):  # the editor accepts the server's file watchers
+        lsp_client.registrations = params.registrations  # type: ignore[attr-defined]
+        return None
+
+    @lsp_client.feature(T.WORKSPACE_CODE_LENS_REFRESH)
+    def _refresh(params):
+        return None
+
     folder = folder_or_skip(request.param)
     _, config, sample = CORPORA[request.param]
     lsp_client.folder = folder  # type: ignore[attr-defined]

@@ -28,6 +28,11 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
     lsp_client.ws = ws  # type: ignore[attr-defined]
     lsp_client.publishes = []  # type: ignore[attr-defined]
 
+    @lsp_client.feature(T.CLIENT_REGISTER_CAPABILITY)
+    def _register(params):  # the editor accepts the server's file watchers
+        lsp_client.registrations = params.registrations  # type: ignore[attr-defined]
+        return None
+
     features = lsp_client.protocol.fm.features
     default = features[T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
 
