@@ -72,11 +72,21 @@ class RulekitLanguageServer(LanguageServer):
         path = convert.uri_to_path(uri)
         if path is None:
             return
-        doc = self.workspace.get_text_document(uri)
-        c = self.ws.change(path, doc.source, doc.version)
-        if c is not None:
-            self.publish(c, force=path)
-            self.after_edit(c, path)
+        try:
+            doc = self.workspace.get_text_document(uri)
+            c = self.ws.change(path, doc.source, doc.version)
+            if c is not None:
+                self.publish(c, force=path)
+                self.after_edit(c, path)
+        except Exception:  # noqa: BLE001 - a bug must not kill the server; say it in the log
+            self.log_bug(f"analysing {uri}")
+
+    def log_bug(self, what: str) -> None:
+        import traceback
+
+        log.exception("rulekit_lsp: error while %s", what)
+        self.window_log_message(T.LogMessageParams(type=T.MessageType.Error,
+                                                   message=f"rulekit_lsp: error while {what}:\n{traceback.format_exc()}"))
 
     def publish(self, corpus: Corpus, force: str | None = None) -> None:
         """Publish every file whose diagnostics changed (an edit can change other
@@ -99,8 +109,8 @@ class RulekitLanguageServer(LanguageServer):
             self.publish(c)
 
     def after_edit(self, corpus: Corpus, path: str | None) -> None:
-        if path and self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py"):
-            self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path])))
+        if path and self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py", "tests"):
+            self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path], jobs=True)))
         self.schedule_lint(corpus)
 
     def schedule_lint(self, corpus: Corpus) -> None:
@@ -138,7 +148,11 @@ class RulekitLanguageServer(LanguageServer):
     async def run_tests(self, corpus: Corpus, job) -> dict[str, Any]:
         lock = self.test_locks.setdefault(id(corpus), asyncio.Lock())
         async with lock:  # one test run at a time per corpus; later runs hit the cache
-            results, cache = await self.background(job.run)
+            try:
+                results, cache = await self.background(job.run)
+            except Exception:  # noqa: BLE001
+                self.log_bug("running tests")
+                return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the test run failed"}
         corpus.apply_tests(job, results, cache)
         self.publish(corpus)
         self.refresh_lenses()
@@ -161,7 +175,11 @@ class RulekitLanguageServer(LanguageServer):
                 job = corpus.lint_job()
                 if job is None:
                     return
-                diags = await self.background(job.run)
+                try:
+                    diags = await self.background(job.run)
+                except Exception:  # noqa: BLE001
+                    self.log_bug("linting")
+                    return
                 corpus.apply_lint(job, diags)
                 self.publish(corpus)
                 if key not in self.lint_again:

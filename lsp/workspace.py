@@ -37,7 +37,7 @@ from rulekit.regex import group_names as _group_names
 from rulekit.registry import SymptomRegistry
 from rulekit.testing import TestResult, run_job_test, run_line_test
 from rulekit.toml_frontend import parse_job_tests, parse_rules
-from rulekit_lsp.occurrences import ALIAS, DEF, REF, RULE, STR, SYMPTOM, Occurrence, occurrences
+from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
 from rulekit_lsp.settings import Settings
 
 # The loader's regex checks are pure functions of the pattern text; memoize them in

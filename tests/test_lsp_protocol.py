@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient
