@@ -50,6 +50,7 @@ class RuleEngine:
         self.job_tests = tuple(ruleset.job_tests)
         self._plans: dict[tuple[str, str], ScanPlan] = {}
         self._all: ScanPlan | None = None
+        self._rule_plans: dict[tuple[str, ...], ScanPlan] = {}
         self._lock = threading.Lock()
 
     def rule_names(self) -> list[str]:
@@ -78,8 +79,15 @@ class RuleEngine:
         return ScanPlan(_FilteredScanner(self._all.scanner, allowed), self._all.rules)
 
     def scanner_for_rules(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan:
-        """A one-off plan over chosen rules (inline tests, the language server)."""
-        return ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+        """A plan over chosen rules (inline tests, the language server), cached by rule
+        names: a catalog's tests all run through the same rules."""
+        key = tuple(r.name for r in rules)
+        plan = self._rule_plans.get(key)
+        if plan is None:
+            plan = ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+            with self._lock:
+                self._rule_plans[key] = plan
+        return plan
 
     def __getstate__(self) -> dict:
         # engines are shared with worker processes by rebuilding from paths, not pickling

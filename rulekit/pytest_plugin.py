@@ -56,7 +56,7 @@ class RulekitCorpus(pytest.File):
     example_paths: list[Path]
 
     def collect(self):
-        from rulekit.analysis.testrun import _PlanCache, collect
+        from rulekit.analysis.testrun import collect
         from rulekit.diagnostics import Severity
         from rulekit.loader import load_corpus
 
@@ -67,7 +67,7 @@ class RulekitCorpus(pytest.File):
             errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
             yield RulekitLoadItem.from_parent(self, name="load", text=format_text(errors, res.texts))
             return
-        engine = _PlanCache(res.engine)
+        engine = res.engine
         for item in collect(res.engine, self.example_paths):
             yield RulekitItem.from_parent(self, name=item.nodeid, engine=engine, case=item)
 

@@ -11,28 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from rulekit.engine import RuleEngine, ScanPlan
+from rulekit.engine import RuleEngine
 from rulekit.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest
 from rulekit.testing import TestResult, find_examples, run_example, run_job_test, run_line_test
-
-
-class _PlanCache:
-    """The engine, with one-off scan plans cached by rule set: a catalog's tests all run
-    through the same rules, so its scanner is built once, not once per test line."""
-
-    def __init__(self, engine: RuleEngine):
-        self._engine = engine
-        self._plans: dict[tuple[str, ...], ScanPlan] = {}
-
-    def scanner_for_rules(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan:
-        key = tuple(r.name for r in rules)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._engine.scanner_for_rules(rules)
-        return plan
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
 
 
 @dataclass(frozen=True)
@@ -91,7 +72,7 @@ def collect(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: str
     return [it for it in items if it.matches(pattern)]
 
 
-def run_item(engine: RuleEngine | _PlanCache, item: TestItem) -> TestResult:
+def run_item(engine: RuleEngine, item: TestItem) -> TestResult:
     try:
         if item.kind == "line":
             assert item.rule is not None and item.test is not None
@@ -127,9 +108,8 @@ class TestRun:
 
 def run_tests(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: str | None = None) -> TestRun:
     """Every selected test case, in order; never stops at a failure."""
-    cached = _PlanCache(engine)
     items = collect(engine, example_paths, pattern)
-    return TestRun([run_item(cached, it) for it in items], items)
+    return TestRun([run_item(engine, it) for it in items], items)
 
 
 # ---- describing a failure ----------------------------------------------------------------
