@@ -29,9 +29,10 @@ RULE = "rule"
 RULE_SECTIONS = ("extractor", "family", "catalog", "accumulator", "filter", "refiner", "collector")
 SYMPTOM_KEYS = ("symptom", "symptoms", "root_cause", "absent_symptoms", "patterns", "targets", "order")
 RULE_KEYS = ("requires", "uses")
+NOT_NAME_KEYS = ("type", "expect", "outcome", "sub_domain", "source", "format", "author", "match_re", "line", "docs")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Occurrence:
     name: str
     span: Span  # the name's text, without quotes
@@ -40,6 +41,15 @@ class Occurrence:
     key: str = ""  # the key or clause the string belongs to
     section: str = ""  # TOML table / DSL declaration kind / Python call
     edit_prefix: str = ""  # text of the full name before the span ("Family." for members)
+
+
+_NAME_LIKE = re.compile(r"^[^\s]{1,200}$")
+
+
+def could_be_name(value: str) -> bool:
+    """Plain strings are kept only if they could be a symptom or rule name (no spaces):
+    docs and test lines would otherwise dominate the index's memory."""
+    return bool(_NAME_LIKE.match(value))
 
 
 def occurrences(text: str, path: str) -> list[Occurrence]:
@@ -124,7 +134,7 @@ def toml_occurrences(text: str, path: str) -> list[Occurrence]:
                 out.append(Occurrence(value, span, REF, SYMPTOM, key, section))
             elif key in RULE_KEYS:
                 out.append(Occurrence(value, span, REF, RULE, key, section))
-            else:
+            elif could_be_name(value) and key not in NOT_NAME_KEYS:
                 out.append(Occurrence(value, span, STR, None, key, section))
     return out
 
@@ -163,7 +173,8 @@ def dsl_occurrences(text: str, path: str, module=None) -> list[Occurrence]:
 
     def walk(node, key: str, section: str) -> None:
         if isinstance(node, (A.Str, A.Name)):
-            add(node, STR, None, key, section)
+            if isinstance(node.value, str) and could_be_name(node.value):
+                add(node, STR, None, key, section)
             return
         if isinstance(node, list):
             for x in node:
@@ -270,6 +281,8 @@ def python_occurrences(text: str, path: str, tree: ast.AST | None = None) -> lis
             if span is None:
                 continue
             role, kind, key, section = special.get(id(node), (STR, None, "", ""))
+            if role == STR and not could_be_name(node.value):
+                continue
             out.append(Occurrence(node.value, span, role, kind, key, section))
     out.sort(key=lambda o: (o.span.line, o.span.col))
     return out
