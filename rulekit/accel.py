@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - depends on the install
     _hs = None
 
 WEAK_KEY_RATE = 0.005  # a key on more than 0.5 % of sample lines does not narrow enough
+# (a key of only MIN_KEY = 3 bytes is weak too: common on real logs whatever the sample says)
 BACKENDS = ("auto", "re2", "hyperscan")
 _NONASCII_LINE = r"[\x80-\xff]"
 
@@ -69,9 +70,9 @@ class PatternAnalysis:
     pattern: str
     factors: list[frozenset] | None  # required literal factors (None: unparsable)
     key: frozenset | None  # the chosen factor (OR of keys), None: no usable literal
-    prefilterable: bool  # narrowed by its key literal (not tried on every gate-hit line)
+    prefilterable: bool  # has a key literal that narrows it (else: tried on every gate-hit line)
     reason: str  # why not prefilterable ("" when it is)
-    weak_key: bool
+    weak_key: bool  # key on > WEAK_KEY_RATE of sample lines, or only 3 bytes long
     key_sample_rate: float  # fraction of sample lines holding the key
     engine: str  # "re2" or "hyperscan": the engine of the gate that covers it
     gate_form: str | None  # the byte-level superset pattern used by the gate
@@ -122,7 +123,7 @@ class Accelerator:
         for i in range(n):
             ch, ss = choices[i], supersets[i]
             reason = ""
-            weak = ch.factor is not None and ch.rate > WEAK_KEY_RATE
+            weak = ch.factor is not None and (ch.rate > WEAK_KEY_RATE or min(len(k) for k in ch.factor) <= L.MIN_KEY)
             if all_factors[i] is None:
                 reason = "Python's parser cannot read the pattern, so no literal can be extracted"
             elif ch.factor is None:
@@ -168,10 +169,9 @@ class Accelerator:
         accepted = self._hs_compile(exprs, ids, flags)
         self._hs_members = set(accepted)
         for i in accepted:
+            # Hyperscan names the rule itself, so its key literal is not used here;
+            # `prefilterable` keeps describing the rule (what lint reports), not the engine
             self.analysis[i].engine = "hyperscan"
-            # Hyperscan names the rule itself: no key literal needed
-            self.analysis[i].prefilterable = True
-            self.analysis[i].reason = ""
 
     def _hs_compile(self, exprs, ids, flags) -> list[int]:
         """Compile what Hyperscan accepts; patterns it rejects (found by bisection,
