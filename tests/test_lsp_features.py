@@ -329,3 +329,14 @@ def test_files_changed_on_disk(corpus: Corpus, ws: Path, tmp_path: Path):
     new.unlink()
     assert w.disk_changed(str(new), deleted=True) is c
     assert str(new) not in c.diagnostics_by_file()
+
+
+def test_editing_a_pattern_does_not_grow_the_regex_cache_without_bound(corpus: Corpus, ws: Path):
+    from rulekit import regex
+
+    base = str(ws / "rules" / "base.toml")
+    text = corpus.files[base].text
+    for i in range(2500):  # keystrokes inside a pattern: each is a new pattern
+        corpus.update(base, text.replace("'GPU has fallen off the bus'", f"'GPU has fallen off the bus {i}'"))
+        corpus.analyze()
+    assert regex.compile_pattern.cache_info().currsize <= 2000 + 2 * len(corpus.analyze().ruleset.rules) + 1
