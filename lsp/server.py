@@ -425,8 +425,9 @@ def on_code_action(ls: RulekitLanguageServer, params: T.CodeActionParams) -> lis
         return None
     c, path = loc
     span = convert.from_range(path, ls.doc_text(params.text_document.uri), params.range)
+    only = {(str(d.code), d.message) for d in params.context.diagnostics if d.source == "rulekit"}
     return [convert.code_action(a, ls.text_of, ls.settings.code_docs_url)
-            for a in editing.code_actions(c, path, span)]
+            for a in editing.code_actions(c, path, span, only or None)]
 
 
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)

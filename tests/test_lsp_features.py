@@ -340,3 +340,34 @@ def test_editing_a_pattern_does_not_grow_the_regex_cache_without_bound(corpus: C
         corpus.update(base, text.replace("'GPU has fallen off the bus'", f"'GPU has fallen off the bus {i}'"))
         corpus.analyze()
     assert regex.compile_pattern.cache_info().currsize <= 2000 + 2 * len(corpus.analyze().ruleset.rules) + 1
+
+
+def test_witness_actions_from_real_lint_findings():
+    every = FIX.parent / "fixtures" / "every_check"
+    if not (every / "lint").is_dir():
+        pytest.skip("the every_check fixture is not there")
+    pytest.importorskip("rulekit.analysis.lint")
+    c = Corpus([every / "lint"], Settings(lint_config=str(every / "lint_settings.toml"),
+                                          sample_log=str(every / "benign.log")))
+    job = c.lint_job()
+    c.apply_lint(job, job.run())
+    overlaps = [(p, d) for p, ds in c.diagnostics_by_file().items() for d in ds if d.code in ("RK306", "RK307")]
+    assert overlaps
+    for path, d in overlaps:
+        acts = editing.code_actions(c, path, d.span, {(d.code, d.message)})
+        assert acts and all(a.diagnostic == d for a in acts)
+        first = acts[0]
+        assert "pins the winner" in first.title
+        (target, (edit,)), = first.edits.items()
+        assert d.data["witness"] in edit.new_text
+        # applying it gives the winner's rule a test of the witness line that passes
+        lines = c.files[target].text.split("\n")
+        lines.insert(edit.span.line - 1, edit.new_text.rstrip("\n"))
+        c.update(target, "\n".join(lines))
+        name = first.title.split("`")[1]
+        tj = c.test_job(rule=name)
+        results, _ = tj.run()
+        assert results[name][-1].passed, results[name][-1].mismatches
+        c.update(target, "\n".join(lines[: edit.span.line - 1] + lines[edit.span.line:]))
+        job = c.lint_job()  # the edit dropped the file's lint findings: lint again
+        c.apply_lint(job, job.run())

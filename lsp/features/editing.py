@@ -39,7 +39,10 @@ def format_document(path: str, text: str) -> list[Edit]:
 
 # ---- code actions ------------------------------------------------------------------------
 
-def code_actions(corpus: Corpus, path: str, span: Span) -> list[Action]:
+def code_actions(corpus: Corpus, path: str, span: Span,
+                 only: set[tuple[str, str]] | None = None) -> list[Action]:
+    """Actions for the diagnostics overlapping `span` (restricted to the (code, message)
+    pairs in `only` when the editor says which diagnostics it asks about)."""
     st = corpus.files.get(path)
     if st is None:
         return []
@@ -49,11 +52,13 @@ def code_actions(corpus: Corpus, path: str, span: Span) -> list[Action]:
         s = d.span
         if s is None or (s.end_line, s.end_col) < (span.line, span.col) or (s.line, s.col) > (span.end_line, span.end_col):
             continue
+        if only and (d.code, d.message) not in only:
+            continue
         if d.code == "RK203":
             a = register_symptom_action(corpus, path, st.text, d)
             if a:
                 out.append(a)
-        elif d.code == "RK306":
+        elif d.code in ("RK306", "RK307"):
             out.extend(witness_actions(corpus, d))
         elif d.code in ("RK302", "RK301", "RK309"):
             a = re2_rewrite_action(path, st.text, d)
@@ -101,7 +106,15 @@ def witness_actions(corpus: Corpus, d: Diagnostic) -> list[Action]:
         flat.extend(v if isinstance(v, (list, tuple)) else [v])
     a = corpus.analyze()
     out = []
-    for name in dict.fromkeys(flat):
+    # lint's suggested fix pins the winner (the higher-ranked symptom): offer it first
+    m = re.search(r'symptom = "([^"]+)"', str(d.data.get("fix", "")))
+    winner_symptom = m.group(1) if m else None
+
+    def is_winner(name: str) -> bool:
+        r = a.rules.get(name)
+        return bool(r is not None and getattr(r, "emit", None) is not None and r.emit.symptom == winner_symptom)
+
+    for name in sorted(dict.fromkeys(flat), key=lambda n: not is_winner(n)):
         rule = a.rules.get(name)
         if rule is None or getattr(rule, "emit", None) is None or rule.span is None:
             continue
@@ -110,7 +123,8 @@ def witness_actions(corpus: Corpus, d: Diagnostic) -> list[Action]:
             continue
         edit = _test_insertion(st.kind, rule.span.file, st.text, rule, line)
         if edit:
-            out.append(Action(f"Add the witness line as a test of `{name}` (expects its {rule.emit.type})",
+            why = "pins the winner" if is_winner(name) else f"expects its {rule.emit.type}"
+            out.append(Action(f"Add the witness line as a test of `{name}` ({why})",
                               "quickfix", {rule.span.file: [edit]}, d))
     return out
 
