@@ -34,8 +34,12 @@ pytestmark = pytest.mark.skipif(not (NODE and NPM), reason="node/npm not install
 
 
 def run(argv: list[str], timeout: float = 120, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(argv, cwd=EXT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "npm_config_update_notifier": "false", "NO_COLOR": "1", **(env or {})})
+    try:
+        proc = subprocess.run(argv, cwd=EXT, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "npm_config_update_notifier": "false", "NO_COLOR": "1", **(env or {})})
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        pytest.fail(f"`{' '.join(argv)}` did not finish in {timeout} s:\n{out[-6000:]}", pytrace=False)
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
         pytest.fail(f"`{' '.join(argv)}` exited {proc.returncode}:\n{out[-6000:]}", pytrace=False)
@@ -113,9 +117,10 @@ def test_typecheck(built):
 
 
 def test_grammar_scope_assertions(built):
-    out = run([bin_("vscode-tmgrammar-test"), "test/syntax/*.rule"])
+    out = run([bin_("vscode-tmgrammar-test"), "test/syntax/*.rule"], timeout=60)
     assert "failed" not in out
-    out = run([bin_("vscode-tmgrammar-test"), "-g", "test/grammars/markdown-min.tmLanguage.json", "test/syntax/*.md"])
+    out = run([bin_("vscode-tmgrammar-test"), "-g", "test/grammars/markdown-min.tmLanguage.json", "test/syntax/*.md"],
+              timeout=60)
     assert "failed" not in out
 
 

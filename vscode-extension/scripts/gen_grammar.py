@@ -75,6 +75,8 @@ def list_of(scope: str) -> dict:
 
 
 LIST = rf"(?:{NAME}|{STR})(?:\s*,\s*(?:{NAME}|{STR}))*"
+# a top-level keyword in column 1 ends an unclosed block, as the parser's error recovery does
+TOP_LEVEL = r"(?=^(?:author|symptom|prefix|extractor|family|catalog|filter|refiner|collector|case)\b)"
 
 # clauses that end at a keyword of the next part of the clause, a brace, a comment or the line end
 def until(words) -> str:
@@ -159,7 +161,7 @@ repository: dict = {
                                         "patterns": [{"include": "#string-escape"}]},
                                   "5": {"name": "punctuation.definition.string.end.rulekit"},
                                   "6": {"name": "punctuation.section.block.begin.rulekit"}},
-                "end": r"\}",
+                "end": r"\}|" + TOP_LEVEL,
                 "endCaptures": {"0": {"name": "punctuation.section.block.end.rulekit"}},
                 "name": "meta.case.rulekit",
                 "patterns": [{"include": "#case-body"}],
@@ -179,7 +181,7 @@ repository: dict = {
             {"include": "#comment"},
             {"include": "#observe"},
             {"include": "#case-keyword"},
-            {"begin": r"\{", "end": r"\}", "name": "meta.table.rulekit",
+            {"begin": r"\{", "end": r"\}|" + TOP_LEVEL, "name": "meta.table.rulekit",
              "beginCaptures": {"0": {"name": "punctuation.section.block.begin.rulekit"}},
              "endCaptures": {"0": {"name": "punctuation.section.block.end.rulekit"}},
              "patterns": [{"include": "#case-body"}]},
@@ -203,7 +205,7 @@ repository: dict = {
                           "12": {"name": "keyword.other.clause.rulekit"},
                           **word_captures(13, "support.constant.format.rulekit"),
                           "18": {"name": "punctuation.section.block.begin.rulekit"}},
-        "end": r"\}",
+        "end": r"\}|" + TOP_LEVEL,
         "endCaptures": {"0": {"name": "punctuation.section.block.end.rulekit"}},
         "name": "meta.observation.rulekit",
         "patterns": [
