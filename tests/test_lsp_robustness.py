@@ -64,9 +64,9 @@ def exercise(c: Corpus, path: str, text: str, rnd: random.Random) -> None:
         convert.diagnostic(d, lambda p: c.files[p].text if p in c.files else None)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
-@given(which=st.sampled_from(FILES), edits=st.lists(edit, min_size=10, max_size=50), seed=st.integers(0, 2**16))
+@given(which=st.sampled_from(FILES), edits=st.lists(edit, min_size=20, max_size=50), seed=st.integers(0, 2**16))
 def test_random_edits_never_crash_features(corpus_dir: Path, which: str, edits, seed: int):
     c = Corpus([corpus_dir])
     path = str(corpus_dir / which)
