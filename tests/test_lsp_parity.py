@@ -78,6 +78,21 @@ def start_cli(name: str) -> list[tuple[str, subprocess.Popen]]:
     return procs
 
 
+_CLI_CACHE: dict[str, set[tuple]] = {}
+
+
+def cli_for(name: str) -> "set[tuple] | list[tuple[str, subprocess.Popen]]":
+    """The CLI's findings for a corpus: cached, or the running processes to collect."""
+    return _CLI_CACHE.get(name) or start_cli(name)
+
+
+def collect(name: str, got) -> set[tuple]:
+    if isinstance(got, set):
+        return got
+    _CLI_CACHE[name] = cli_results(got)
+    return _CLI_CACHE[name]
+
+
 def cli_results(procs: list[tuple[str, subprocess.Popen]]) -> set[tuple]:
     out: set[tuple] = set()
     for cmd, p in procs:
@@ -99,7 +114,7 @@ def folder_or_skip(name: str) -> Path:
 @pytest.mark.parametrize("name", list(CORPORA))
 def test_workspace_diagnostics_equal_cli(name: str):
     folder = folder_or_skip(name)
-    procs = start_cli(name)
+    procs = cli_for(name)
     _, config, sample = CORPORA[name]
     c = Corpus([folder], Settings(lint_config=str(config) if config else None,
                                   sample_log=str(sample) if sample else None))
@@ -108,11 +123,11 @@ def test_workspace_diagnostics_equal_cli(name: str):
         job = c.lint_job()
         c.apply_lint(job, job.run())
         mine = {key(d.to_dict()) for ds in c.diagnostics_by_file().values() for d in ds}
-    assert mine == cli_results(procs)
+    assert mine == collect(name, procs)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "rulekit_lsp.server"]),
-                    params=["lsp-broken", "lsp-ws", "every_check-check", "every_check-lint"])
+                    params=["lsp-broken", "lsp-ws", "every_check-check", "every_check-lint", "bundled"])
 async def client(lsp_client: LanguageClient, request):
     @lsp_client.feature(T.CLIENT_REGISTER_CAPABILITY)
     def _register(params):  # the editor accepts the server's file watchers
@@ -126,7 +141,8 @@ async def client(lsp_client: LanguageClient, request):
     folder = folder_or_skip(request.param)
     _, config, sample = CORPORA[request.param]
     lsp_client.folder = folder  # type: ignore[attr-defined]
-    lsp_client.procs = start_cli(request.param)  # type: ignore[attr-defined]
+    lsp_client.corpus_name = request.param  # type: ignore[attr-defined]
+    lsp_client.procs = cli_for(request.param)  # type: ignore[attr-defined]
     await lsp_client.initialize_session(T.InitializeParams(
         capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=folder.as_uri(),
         initialization_options={"ruleFolders": [str(folder)], "lintDelayMs": 10, "runTestsOnChange": False,
@@ -138,7 +154,7 @@ async def client(lsp_client: LanguageClient, request):
 
 async def test_published_diagnostics_equal_cli(client: LanguageClient):
     folder: Path = client.folder  # type: ignore[attr-defined]
-    want = cli_results(client.procs)  # type: ignore[attr-defined]
+    want = collect(client.corpus_name, client.procs)  # type: ignore[attr-defined]
     files = sorted(p for p in folder.iterdir() if p.suffix in (".toml", ".rule", ".py"))
 
     def published() -> set[tuple]:
@@ -155,7 +171,7 @@ async def test_published_diagnostics_equal_cli(client: LanguageClient):
                 got.add((d.code, sev, d.message, str(f), span.line, span.col, span.end_line, span.end_col, rel))
         return got
 
-    deadline = asyncio.get_event_loop().time() + 20
+    deadline = asyncio.get_event_loop().time() + 60  # lint of the bundled corpus takes a few seconds
     while published() != want and asyncio.get_event_loop().time() < deadline:
         await asyncio.sleep(0.1)
     assert published() == want
