@@ -67,6 +67,35 @@ def test_grammar_json_is_generated_from_the_script():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_grammar", EXT / "scripts" / "gen_grammar.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+def test_grammar_knows_every_dsl_keyword():
+    """A keyword added to the DSL must be added to the grammar (scripts/gen_grammar.py) too."""
+    from rulekit.dsl.fmt import KEYWORDS
+
+    gen = _generator()
+    assert sorted(KEYWORDS - gen.ALL_KEYWORDS) == [], "DSL keywords the grammar does not colour"
+    assert sorted(gen.ALL_KEYWORDS - KEYWORDS) == [], "grammar keywords the DSL no longer has"
+
+
+def test_grammar_names_match_the_rule_model():
+    """Strata, emit/event types and outcomes the grammar colours (and marks invalid otherwise) are the model's."""
+    from rulekit.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
+
+    gen = _generator()
+    assert list(gen.STRATA_FILTER) == [p.name for p in FilterPriority]
+    assert list(gen.STRATA_REFINER) == [p.name for p in RefinerPriority]
+    assert list(gen.EVENT_TYPES) == list(EMIT_TYPES)
+    assert list(gen.OUTCOMES) == list(OUTCOMES)
+
+
 @pytest.mark.parametrize("sample", ["all-constructs.rule", "regex.rule"])
 def test_grammar_samples_are_valid_dsl(sample: str):
     text = (EXT / "test" / "syntax" / sample).read_text(encoding="utf-8")

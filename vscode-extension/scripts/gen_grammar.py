@@ -31,7 +31,16 @@ OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled",
 CLAUSE_KEYWORDS = ("author", "outcome", "sub_domain", "rank", "docs", "aliases", "source", "format", "requires",
                    "uses", "python", "match", "key", "emit", "node", "fields", "test", "with", "captures", "on",
                    "same", "anywhere", "for", "each", "at", "least", "add", "them", "any", "all", "prefer", "over",
-                   "gather", "from", "unique", "job", "observe", "expect")
+                   "and", "set", "gather", "from", "unique", "job", "observe", "expect")
+
+
+DECL_KEYWORDS = ("symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "case",
+                 "member", "entry")
+ACTION_KEYWORDS = ("demote", "discard", "promote")
+CONDITION_KEYWORDS = ("when", "unless")
+# every word the DSL reserves (tests/test_vscode_extension.py compares it with rulekit.dsl.fmt.KEYWORDS)
+ALL_KEYWORDS = frozenset(DECL_KEYWORDS + ACTION_KEYWORDS + CONDITION_KEYWORDS + CLAUSE_KEYWORDS
+                         + ("nothing", "true", "false"))
 
 
 def alt(words) -> str:
@@ -313,6 +322,36 @@ repository: dict = {
         "patterns": [{"match": kw(("any", "all")), "name": "keyword.operator.quantifier.rulekit"},
                      {"include": "#symptom-pattern"}, {"include": "#comma"}],
     },
+    # POST_OUTCOME refiners: `when|unless outcome W, ... [and [any|all] "P", ...] set outcome W [sub_domain W]`
+    "outcome-when": {
+        "match": NB + rf"(when|unless)\s+(outcome)\s+({LIST})",
+        "captures": {"1": {"name": "keyword.control.conditional.rulekit"},
+                     "2": {"name": "keyword.other.clause.rulekit"},
+                     "3": {"patterns": [
+                         {"include": "#comma"},
+                         {"match": NB + "(" + alt(OUTCOMES) + ")" + NA, "name": "constant.language.outcome.rulekit"},
+                         {"match": NB + "(?!(?:and|set)" + NA + ")" + NAME, "name": "invalid.illegal.outcome.rulekit"},
+                         {"include": "#string"},
+                     ]}},
+    },
+    "outcome-and": {
+        "begin": NB + r"(and)" + NA,
+        "beginCaptures": {"1": {"name": "keyword.control.conditional.rulekit"}},
+        "end": until(("set",)),
+        "name": "meta.condition.rulekit",
+        "patterns": [{"match": kw(("any", "all")), "name": "keyword.operator.quantifier.rulekit"},
+                     {"include": "#symptom-pattern"}, {"include": "#comma"}],
+    },
+    "outcome-set": {
+        "match": NB + r"(set)\s+(outcome)\s+(?:(" + alt(OUTCOMES) + ")" + NA + rf"|({NAME}))"
+        + rf"(?:\s+(sub_domain)\s+({NAME}))?",
+        "captures": {"1": {"name": "keyword.control.set.rulekit"},
+                     "2": {"name": "keyword.other.clause.rulekit"},
+                     "3": {"name": "constant.language.outcome.rulekit"},
+                     "4": {"name": "invalid.illegal.outcome.rulekit"},
+                     "5": {"name": "keyword.other.clause.rulekit"},
+                     "6": {"name": "support.constant.sub-domain.rulekit"}},
+    },
     "prefer": {
         "begin": NB + r"(prefer)" + NA,
         "beginCaptures": {"1": {"name": "keyword.control.prefer.rulekit"}},
@@ -355,11 +394,9 @@ repository: dict = {
     # ---- generic keywords (after everything with context) -------------------------
     "keywords": {
         "patterns": [
-            {"match": kw(("symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner",
-                          "collector", "case", "member", "entry")),
-             "name": "keyword.declaration.rulekit"},
-            {"match": kw(("demote", "discard", "promote")), "name": "keyword.control.action.rulekit"},
-            {"match": kw(("when", "unless")), "name": "keyword.control.conditional.rulekit"},
+            {"match": kw(DECL_KEYWORDS), "name": "keyword.declaration.rulekit"},
+            {"match": kw(ACTION_KEYWORDS), "name": "keyword.control.action.rulekit"},
+            {"match": kw(CONDITION_KEYWORDS), "name": "keyword.control.conditional.rulekit"},
             {"match": kw(("nothing",)), "name": "constant.language.nothing.rulekit"},
             {"match": kw(CLAUSE_KEYWORDS), "name": "keyword.other.clause.rulekit"},
             {"match": kw(STRATA_FILTER + STRATA_REFINER), "name": "constant.language.stratum.rulekit"},
@@ -536,6 +573,9 @@ grammar = {
         {"include": "#gather-clause"},
         {"include": "#per-node"},
         {"include": "#action"},
+        {"include": "#outcome-when"},
+        {"include": "#outcome-and"},
+        {"include": "#outcome-set"},
         {"include": "#condition"},
         {"include": "#prefer"},
         {"include": "#from"},
