@@ -252,6 +252,24 @@ def did_change_configuration(ls: RulekitLanguageServer, params: T.DidChangeConfi
             ls.schedule_lint(c)
 
 
+@server.feature(T.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_workspace_folders(ls: RulekitLanguageServer, params: T.DidChangeWorkspaceFoldersParams) -> None:
+    roots = list(ls.ws.roots)
+    for f in params.event.removed:
+        p = convert.uri_to_path(f.uri)
+        if p in roots:
+            roots.remove(p)
+    for f in params.event.added:
+        p = convert.uri_to_path(f.uri)
+        if p and p not in roots:
+            roots.append(p)
+    ls.ws.configure(roots, ls.settings)
+    ls.published.clear()
+    ls.publish_all()
+    for c in ls.ws.corpora:
+        ls.schedule_lint(c)
+
+
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: RulekitLanguageServer, params: T.DidOpenTextDocumentParams) -> None:
     td = params.text_document
@@ -367,7 +385,7 @@ def on_prepare_rename(ls: RulekitLanguageServer, params: T.PrepareRenameParams):
                                       placeholder=placeholder)
 
 
-@server.feature(T.TEXT_DOCUMENT_RENAME)
+@server.feature(T.TEXT_DOCUMENT_RENAME, T.RenameOptions(prepare_provider=True))
 def on_rename(ls: RulekitLanguageServer, params: T.RenameParams) -> T.WorkspaceEdit | None:
     loc = ls.located(params.text_document.uri)
     if loc is None:

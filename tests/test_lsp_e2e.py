@@ -180,3 +180,13 @@ async def test_formatting_dsl(client: LanguageClient):
         text_document=T.TextDocumentIdentifier(uri=u), options=T.FormattingOptions(tab_size=2, insert_spaces=True)))
     assert edits and "  match /DataLoader" in edits[0].new_text and "# Fixture corpus" in edits[0].new_text
     change(client, u, EXTRA.read_text(), 31)
+
+
+async def test_prepare_rename_and_family_member_name(client: LanguageClient):
+    u = open_doc(client, EXTRA)
+    lines = EXTRA.read_text().split("\n")
+    ln = next(i for i, line in enumerate(lines) if line.startswith("extractor DataLoaderKilled"))
+    got = await client.text_document_prepare_rename_async(T.PrepareRenameParams(
+        text_document=T.TextDocumentIdentifier(uri=u), position=T.Position(line=ln, character=12)))
+    assert got is not None and got.placeholder == "DataLoaderKilled"
+    assert (got.range.start.character, got.range.end.character) == (10, 26)
