@@ -96,6 +96,7 @@ function settings() {
       command: Array.isArray(command) ? command.filter((s) => typeof s === "string" && s !== "") : command ? [command] : [],
       pythonPath: cfg.get<string>("server.pythonPath", "") ?? "",
     },
+    serverSettings: cfg.get<Record<string, unknown>>("server.settings", {}) ?? {},
     ruleFolders: cfg.get<string[]>("ruleFolders", []) ?? [],
   };
 }
@@ -159,7 +160,7 @@ async function startServerOrThrow(): Promise<void> {
     stdioOptions: recording.stdio,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     // the server finds rule folders itself; a configured list makes them one corpus
-    initializationOptions: configured.length ? { ruleFolders: configured } : {},
+    initializationOptions: { ...s.serverSettings, ...(configured.length ? { ruleFolders: configured } : {}) },
     synchronize: {
       fileEvents: vscode.workspace.createFileSystemWatcher("**/*.{rule,toml,py}"),
     },

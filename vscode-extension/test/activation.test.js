@@ -218,9 +218,13 @@ describe("activation against the real language server", { skip: missing, timeout
     }
   });
 
-  it("restarts the server", async () => {
+  it("restarts the server, passing rulekit.server.settings to it", async () => {
     const before = api.client;
+    // an unknown server setting: the server answers with a message (it never fails on settings)
+    stub.configValues["rulekit.server.settings"] = { noSuchSetting: 1 };
     await stub.vscode.commands.executeCommand("rulekit.restartServer");
+    delete stub.configValues["rulekit.server.settings"];
+    await waitFor("the server's message about the setting", () => stub.recorded.messages.find((m) => /noSuchSetting/.test(m.message)));
     assert.ok(api.client && api.client !== before && api.client.isRunning());
     const diags = await waitFor("diagnostics after restart", () => {
       const d = stub.recorded.diagnostics.get(doc.uri.toString());

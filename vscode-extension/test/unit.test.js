@@ -164,9 +164,9 @@ describe("manifest", () => {
 
   it("declares the settings the extension reads", () => {
     const props = Object.keys(pkg.contributes.configuration.properties).sort();
-    assert.deepEqual(props, ["rulekit.ruleFolders", "rulekit.server.command", "rulekit.server.pythonPath", "rulekit.trace.server"]);
+    assert.deepEqual(props, ["rulekit.ruleFolders", "rulekit.server.command", "rulekit.server.pythonPath", "rulekit.server.settings", "rulekit.trace.server"]);
     const src = fs.readFileSync(path.join(ROOT, "src", "extension.ts"), "utf8");
-    for (const key of ["server.command", "server.pythonPath", "ruleFolders"]) assert.ok(src.includes(`"${key}"`), key);
+    for (const key of ["server.command", "server.pythonPath", "server.settings", "ruleFolders"]) assert.ok(src.includes(`"${key}"`), key);
   });
 
   it("language configuration: # comments, brackets, auto-closing", () => {
