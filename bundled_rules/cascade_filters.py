@@ -1,6 +1,7 @@
 """Filters that encode the corpus's relational reasoning over events.
 
 In priority order:
+- XidCausedByPrevious (EARLY): Xid 43/45 lines that name their cause add it;
 - ResolveRankFields (EARLY): events with no node move to the rank their text names,
   or to the host a pasted syslog line names;
 - PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
@@ -279,6 +280,42 @@ def placed_evidence_wins(context):
     loose = [e for e in bad if e.node is None and e.symptom in placed]
     if loose:
         stream.demote(loose, rule="PlacedEvidenceWins", reason="the same symptom is placed on a node elsewhere")
+
+
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
+
+
+def _catalog_name(registry, xid):
+    """The Xid catalog's symptom for number `xid` (not a decoded NVLink5 variant)."""
+    for name in registry.names():
+        if name.startswith(f"XID-{xid}-"):
+            sym = registry.symptom(name)
+            if sym is not None and sym.span is not None and sym.span.file.endswith("xid_catalog.toml"):
+                return name
+    return None
+
+
+@filter_def(name="XidCausedByPrevious", author=AUTHOR, priority=FilterPriority.EARLY + 20)
+def xid_caused_by_previous(context):
+    """Newer drivers append `caused by previous Xid N` to Xid 43/45 lines: the cleanup
+    names its cause.  When no event of Xid N exists on that node (its line was lost or
+    rotated), the cause is added as a bad event derived from the 43/45 line."""
+    stream, reg = context.event_stream, context.registry
+    events = stream.node_events()
+    have = {(e.node, e.symptom.split("-")[1]) for e in events if e.symptom and e.symptom.startswith("XID-")}
+    for e in events:
+        if not e.symptom or not e.symptom.startswith(("XID-43-", "XID-45-")):
+            continue
+        m = _CAUSED_BY.search(e.fields.get("body") or e.datum or "")
+        if not m or (e.node, m.group(1)) in have:
+            continue
+        name = _catalog_name(reg, m.group(1))
+        if name is None:
+            continue
+        have.add((e.node, m.group(1)))
+        stream.add(EventSpec(type="bad_node", symptom=name, node=e.node,
+                             fields={"pci": e.fields.get("pci"), "derived_from": e.symptom}),
+                   rule="XidCausedByPrevious", cause=e, reason=f"{e.symptom} says it was caused by Xid {m.group(1)}")
 
 
 register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50,

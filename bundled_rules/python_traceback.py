@@ -57,6 +57,7 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
          "expect": "nothing"},
     ],
 )
+# rulekit: ignore[RK306]  (a traceback line may also be a CUDA-library line on purpose)
 class PythonTraceback(Accumulator):
     """Keeps the chain of exceptions of one traceback; emits the first (nearest cause)."""
 
