@@ -290,7 +290,7 @@ def _catalog_name(registry, xid):
     for name in registry.names():
         if name.startswith(f"XID-{xid}-"):
             sym = registry.symptom(name)
-            if sym is not None and sym.span is not None and sym.span.file.endswith("xid_catalog.toml"):
+            if sym is not None and sym.span is not None and sym.span.file.rsplit("/", 1)[-1].startswith("xid_catalog."):
                 return name
     return None
 
