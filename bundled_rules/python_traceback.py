@@ -45,6 +45,9 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
          "captures": {"exc_type": "KeyError", "final_exc_type": "RuntimeError", "chain_len": "2"}},
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
                  "ModuleNotFoundError: No module named 'apex'\n", "symptom": "PYTHON_IMPORT_ERROR"},
+        {"line": "Traceback (most recent call last):\r\n  File \"x.py\", line 3, in <module>\r\n"
+                 "\x1b[31mValueError: bad value\x1b[0m\r\n", "symptom": "PYTHON_EXCEPTION",
+         "captures": {"exc_type": "ValueError"}},
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
                  "torch.distributed.DistBackendError: NCCL error in: ../ProcessGroupNCCL.cpp:1970, unhandled "
                  "system error\n", "symptom": "PYTHON_DISTRIBUTED_ERROR"},

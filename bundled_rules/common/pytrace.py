@@ -21,9 +21,12 @@ EXC_LINE = re.compile(
     r"|(?:[A-Za-z_]\w*\.)+[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def strip_prefix(line: str) -> str:
-    """The line without a launcher rank prefix and trailing newline/CR."""
-    return RANK_PREFIX.sub("", line, count=1).rstrip("\r\n")
+    """The line without ANSI colour codes, a launcher rank prefix and trailing newline/CR."""
+    return RANK_PREFIX.sub("", ANSI.sub("", line), count=1).rstrip("\r\n")
 
 
 def exception_of(text: str) -> tuple[str, str] | None:
