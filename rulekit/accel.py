@@ -16,14 +16,20 @@ loop over lines or rules on the hot path:
    rule; the few rules without any key literal are candidates when a small pyre2
    alternation of just those rules matches the line.
 3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
-   also yields the named captures.
+   also yields the named captures (on an ASCII line, an ASCII pattern runs as its
+   bytes twin: same meaning there, many times faster in pyre2).
 
 Line semantics match the naive loop: a trailing `\\r` is removed (CRLF chunks are
 rewritten `\\r\\n` -> `\\n\\n`, same length, and the phantom empty lines skipped);
 invalid UTF-8 needs no special path: the gate forms also accept the bytes a U+FFFD
 replaced, and confirmation decodes the line with replacement.
 `analysis` reports, per pattern, the key, whether it is prefilterable and why not,
-weak-key status and the engine.  No I/O except reading the packaged benign sample.
+weak-key status, the engine and the match rate on the benign sample (lint and the
+language server render it; `accel_report` adds overlaps and costs).  One
+Accelerator may be shared by threads.  No I/O except reading the packaged benign
+sample and the compiled-Hyperscan cache in the user's cache folder (never the
+package folder).  Backends: "auto" (Hyperscan when installed), "re2", "hyperscan";
+`scan.make_scanner` also honours RULEKIT_SCANNER=naive|re2|hyperscan|auto.
 """
 from __future__ import annotations
 
