@@ -45,6 +45,10 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
          "captures": {"exc_type": "KeyError", "final_exc_type": "RuntimeError", "chain_len": "2"}},
         {"line": "Traceback (most recent call last):\n  File \"x.py\", line 3, in <module>\n"
                  "ModuleNotFoundError: No module named 'apex'\n", "symptom": "PYTHON_IMPORT_ERROR"},
+        {"line": "(RayWorker pid=4242, ip=10.0.0.2) Traceback (most recent call last):\n"
+                 "(RayWorker pid=4242, ip=10.0.0.2)   File \"w.py\", line 9, in run\n"
+                 "(RayWorker pid=4242, ip=10.0.0.2) KeyError: 'weights'\n", "symptom": "PYTHON_EXCEPTION",
+         "captures": {"exc_type": "KeyError"}},
         {"line": "Traceback (most recent call last):\r\n  File \"x.py\", line 3, in <module>\r\n"
                  "\x1b[31mValueError: bad value\x1b[0m\r\n", "symptom": "PYTHON_EXCEPTION",
          "captures": {"exc_type": "ValueError"}},

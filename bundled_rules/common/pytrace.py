@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 
-# `[rank3]: `, `[default3]:`, `3: ` (srun -l), optionally after whitespace
-RANK_PREFIX = re.compile(r"^\s{0,8}(?:\[(?:rank|default)\d+\]:\s?|\d+: )")
+# `[rank3]: `, `[default3]:`, `3: ` (srun -l), Ray's `(RayWorker pid=4242, ip=10.0.0.2) `,
+# optionally after whitespace
+RANK_PREFIX = re.compile(r"^\s{0,8}(?:\[(?:rank|default)\d+\]:\s?|\d+: |\([\w.:-]+(?: pid=\d+)?(?:, ip=[\d.]+)?\) )")
 TRACEBACK = "Traceback (most recent call last):"
 CHAIN_SEPARATORS = (
     "The above exception was the direct cause of the following exception:",
