@@ -44,7 +44,7 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):
     shown = lsp_client.protocol.wait_for_notification_async(T.WINDOW_SHOW_MESSAGE)
     await lsp_client.initialize_session(T.InitializeParams(
         capabilities=pytest_lsp.client_capabilities("emacs"), root_uri=ws.as_uri(),
-        initialization_options={"debounceMs": 300, "lint": "sometimes", "noSuchSetting": 1}))
+        initialization_options={"debounceMs": 800, "lint": "sometimes", "noSuchSetting": 1}))
     lsp_client.first_message = await asyncio.wait_for(shown, 10)  # type: ignore[attr-defined]
     yield
     await lsp_client.shutdown_session()
@@ -81,7 +81,7 @@ async def test_diagnostics_are_debounced_per_document(client: LanguageClient):
     await asyncio.sleep(0.5)  # let the background test run of the opened file finish
     text = base.read_text()
     before = len([p for p in client.publishes if p[0] == u])  # type: ignore[attr-defined]
-    for v in range(2, 12):  # ten quick keystrokes, 20 ms apart (debounce 300 ms)
+    for v in range(2, 12):  # ten quick keystrokes, 20 ms apart (debounce 800 ms)
         client.text_document_did_change(T.DidChangeTextDocumentParams(
             text_document=T.VersionedTextDocumentIdentifier(uri=u, version=v),
             content_changes=[T.TextDocumentContentChangeWholeDocument(text=text + "#" * v)]))
