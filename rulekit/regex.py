@@ -204,8 +204,8 @@ def check_pattern(pattern: str) -> list[RegexProblem]:
             problems.append(RegexProblem("RK302", _WHY[kind].format(t=c.text), c.start, c.end))
         elif kind == "class-fallback":
             problems.append(RegexProblem(
-                "RK309", f"`{c.text}` inside a character class makes pyre2 fall back to Python's re; "
-                "list the characters instead (e.g. `[^\\s,]` for `[\\S&&[^,]]`-like intents)", c.start, c.end))
+                "RK309", f"`{c.text}` inside a character class makes pyre2 hand the pattern to Python's re; "
+                f"move it out of the class (`(?:{c.text}|[...])`) or list the characters", c.start, c.end))
     if problems:
         return problems
     err = _re2_error(pattern)
