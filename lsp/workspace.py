@@ -22,7 +22,6 @@ import ast
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -32,29 +31,12 @@ from rulekit.diagnostics import Diagnostic, Span, has_errors
 from rulekit.dsl.compiler import compile_module
 from rulekit.engine import RuleEngine
 from rulekit.model import RuleSet
-from rulekit.regex import check_pattern as _check_pattern
-from rulekit.regex import group_names as _group_names
 from rulekit.registry import SymptomRegistry
 from rulekit.testing import TestResult, run_job_test, run_line_test
 from rulekit.toml_frontend import parse_job_tests, parse_rules
 from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
 from rulekit_lsp.settings import Settings
 
-# The loader's regex checks are pure functions of the pattern text; memoize them in
-# this process so re-validating a corpus after an edit only pays for new patterns.
-_loader.check_pattern = lru_cache(maxsize=65536)(_check_pattern)  # type: ignore[assignment]
-_loader.group_names = lru_cache(maxsize=65536)(_group_names)  # type: ignore[assignment]
-
-
-def _bound_regex_cache(n_patterns: int) -> None:
-    """rulekit.regex keeps every compiled RE2 pattern (an unbounded cache, right for a
-    one-shot CLI run); in an editor every keystroke inside a pattern adds one.  Drop
-    the cache when it holds far more patterns than the corpus has."""
-    from rulekit import regex
-
-    cache_info = getattr(regex.compile_pattern, "cache_info", None)
-    if cache_info is not None and cache_info().currsize > max(2000, 2 * n_patterns):
-        regex.compile_pattern.cache_clear()
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
              "dist", ".tox", "site-packages"}
@@ -256,7 +238,6 @@ class Corpus:
             if st.kind == "py":
                 plugin_texts.append(st.executed_text if st.executed_text is not None else st.text)
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
-        _bound_regex_cache(len(rs.rules))
         diags.extend(_loader.validate(rs, registry, plugin_texts))
         diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
         diags = _loader.apply_suppressions(diags, texts)

@@ -190,7 +190,15 @@ def python_divergence(pattern: str) -> str | None:
 
 
 def check_pattern(pattern: str) -> list[RegexProblem]:
-    """All problems with `pattern` as a rule regex (empty list: it compiles on RE2)."""
+    """All problems with `pattern` as a rule regex (empty list: it compiles on RE2).
+
+    A pure function of the text, memoized: re-validating a corpus after an edit (the
+    language server) only pays for patterns it has not seen."""
+    return list(_check_pattern(pattern))
+
+
+@lru_cache(maxsize=65536)
+def _check_pattern(pattern: str) -> tuple[RegexProblem, ...]:
     problems: list[RegexProblem] = []
     for c in _constructs(pattern):
         kind = c.kind
@@ -207,7 +215,7 @@ def check_pattern(pattern: str) -> list[RegexProblem]:
                 "RK309", f"`{c.text}` inside a character class makes pyre2 hand the pattern to Python's re; "
                 f"move it out of the class (`(?:{c.text}|[...])`) or list the characters", c.start, c.end))
     if problems:
-        return problems
+        return tuple(problems)
     err = _re2_error(pattern)
     if err is not None:
         python_ok = _python_parses(pattern)
@@ -215,7 +223,7 @@ def check_pattern(pattern: str) -> list[RegexProblem]:
         what = "RE2 rejects this pattern" if python_ok else "invalid regex"
         start, end = _error_span(pattern)
         problems.append(RegexProblem(code, f"{what}: {err}", start, end))
-    return problems
+    return tuple(problems)
 
 
 def _python_parses(pattern: str) -> bool:
@@ -250,9 +258,10 @@ def _re2_error(pattern: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=16384)
 def compile_pattern(pattern: str | bytes):
-    """Compile a validated rule pattern on RE2 (raises re2.error if invalid)."""
+    """Compile a validated rule pattern on RE2 (raises re2.error if invalid).  Cached,
+    bounded: an editor session compiles a new pattern on every keystroke inside one."""
     return re2.compile(pattern)
 
 
@@ -265,8 +274,13 @@ def compile_big(pattern: str | bytes, max_mem: int = MAX_MEM):
 
 
 def group_names(pattern: str) -> set[str]:
+    return set(_group_names(pattern))
+
+
+@lru_cache(maxsize=65536)
+def _group_names(pattern: str) -> frozenset[str]:
     tree = python_parse(pattern)
-    return set(tree.state.groupdict) if tree is not None else set()
+    return frozenset(tree.state.groupdict) if tree is not None else frozenset()
 
 
 @lru_cache(maxsize=4096)

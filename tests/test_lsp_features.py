@@ -339,7 +339,8 @@ def test_editing_a_pattern_does_not_grow_the_regex_cache_without_bound(corpus: C
     for i in range(2500):  # keystrokes inside a pattern: each is a new pattern
         corpus.update(base, text.replace("'GPU has fallen off the bus'", f"'GPU has fallen off the bus {i}'"))
         corpus.analyze()
-    assert regex.compile_pattern.cache_info().currsize <= 2000 + 2 * len(corpus.analyze().ruleset.rules) + 1
+    info = regex.compile_pattern.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize  # bounded: old patterns are evicted
 
 
 def test_witness_actions_from_real_lint_findings():
