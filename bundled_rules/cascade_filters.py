@@ -136,9 +136,10 @@ def _seconds(e):
             symptoms=("GPU_XID_REPEATED_SAME_GPU",))
 def xid_user_fault_repeats(context):
     """Xid 13 / 31 point to user code unless they repeat on the same GPU: two or more
-    separate bursts (13: 15 s apart and the same GPC+TPC; 31: 3 min apart) on one GPU
-    add GPU_XID_REPEATED_SAME_GPU (hardware) on that node.  The same Xid on different
-    GPUs in one burst is one workload fault fanned out."""
+    separate bursts (13: 15 s apart and the same GPC+TPC; 31: 3 min apart) on one GPU,
+    and on no other GPU of the job, add GPU_XID_REPEATED_SAME_GPU (hardware) on that
+    node.  The same Xid on several GPUs (one fault fanned out, or a buggy job that
+    crashes again after each restart) is the workload."""
     stream = context.event_stream
     groups = {}
     for e in stream.node_events():
@@ -150,9 +151,14 @@ def xid_user_fault_repeats(context):
             m = _GPC_TPC.search(e.fields.get("body") or "")
             where = f"GPC {m.group(1)}, TPC {m.group(2)}" if m else ""
         groups.setdefault((e.node, e.fields.get("pci"), xid, where), []).append(e)
+    gpus_with = {}
+    for (node, pci, xid, _where) in groups:
+        gpus_with.setdefault(xid, set()).add((node, pci))
     for (node, pci, xid, where), group in groups.items():
         if node is None or pci is None:
             continue
+        if len(gpus_with[xid]) > 1:
+            continue  # the same Xid on several GPUs: the workload, not one GPU
         group.sort(key=order_key)
         bursts, last_t, last_line = 0, None, None
         for e in group:
