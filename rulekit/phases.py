@@ -127,7 +127,10 @@ class ExtractionPhase:
         if ctx.timestamp is not None:
             extra["_ts"] = ctx.timestamp
         if obs.node:
+            extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
             return obs.node, extra
+        if obs.source == "scheduler":
+            return None, extra  # the record's own lines: only the node JobInfo names
         if ctx.host:
             host = self.engine.config.canonical_node(ctx.host)
             if host and (not self.node_set or host in self.node_set):

@@ -151,3 +151,15 @@ def test_missing_dir_is_rk501(tmp_path):
     with pytest.raises(RulekitError) as exc:
         read_job_dir(tmp_path / "nope")
     assert exc.value.diagnostics[0].code == "RK501"
+
+
+def test_lines_of_a_node_log_carry_the_declared_node(tmp_path, engine):
+    from rulekit.jobinfo import JobInfo
+    from rulekit.observation import Observation
+    from rulekit.session import Session
+
+    with Session(engine, JobInfo(id="j", nodes=("n1", "n2"))) as s:
+        s.ingest(Observation(source="syslog", node="n2", lines=["BOOM"]))
+        s.ingest(Observation(source="applog", lines=["BOOM"]))
+        events = s.manager.stream(s.context_id).bad_events()
+    assert [(e.node, e.fields.get("declared_node")) for e in events] == [("n2", "n2"), (None, None)]

@@ -109,3 +109,9 @@ def test_allocation_failure_time_must_be_aware():
         JobInfoBuilder("rec-1").allocation_failure(SchedulerFailure("a", "NODE_FAIL", "n", time=datetime(2026, 1, 1)))
     with pytest.raises(RulekitError):
         JobInfoBuilder("rec-1").allocation_failure(SchedulerFailure("", "NODE_FAIL", "n"))
+
+
+def test_scheduler_lines_never_fall_back_to_the_only_node(bundled):
+    # a completed single-node job is a success with no bad node (the state line names no node)
+    r = attribute(bundled, JobInfoBuilder("rec-1", "COMPLETED", ("node-01",)))
+    assert r["outcome"] == "success" and r["bad_nodes"] == []
