@@ -160,13 +160,14 @@ def completed_job_handled_errors(context):
             s.demote(sym, "CompletedJobHandledErrors", "the job completed: this error was handled")
 
 
-SPECIFIC_NO_SPACE = ("NCCL_SHM_NO_SPACE", "ENROOT_NO_SPACE", "DATALOADER_BUS_ERROR")
+SPECIFIC_NO_SPACE = ("NCCL_SHM_NO_SPACE", "ENROOT_NO_SPACE", "ENROOT_USERNS_DENIED", "DATALOADER_BUS_ERROR")
 
 
 @refiner_def(name="SpecificNoSpaceWins", author=AUTHOR, priority=RefinerPriority.SCRUB + 30)
 def specific_no_space_wins(context):
     """`No space left on device` inside an NCCL shared-memory, DataLoader shared-memory or
-    enroot line is that component's failure (/dev/shm, the enroot data path), not a full
+    enroot line (including enroot's user-namespace creation, where ENOSPC means the
+    namespace limit) is that component's failure (/dev/shm, the enroot data path), not a full
     checkpoint filesystem: the generic FS_NO_SPACE of that node is demoted."""
     s = context.symptoms
     specific = [x for x in SPECIFIC_NO_SPACE if x in s]
