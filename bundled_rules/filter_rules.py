@@ -1,9 +1,11 @@
 """Filters named by the attribution spec: HandleXidBurstEvents (EARLY) decodes
-bursts of NVLink5 Xids into one attributable event per node and symptom.
-DemoteInsufficientPermissions (LATE) is declarative: see cascades.rule."""
+bursts of NVLink5 Xids into one attributable event per node and symptom;
+DecodeXid74Registers (EARLY) splits Xid 74 by its register bits the same way.
+DemoteInsufficientPermissions (LATE) is declarative: see cascades.rule.
+Filters only rewrite the event stream; they never read files or decide outcomes."""
 from rulekit.plugin import EventSpec, FilterPriority, filter_def
 
-from .common.nvlink5 import decode
+from .common.nvlink5 import XID74_ECC_PARITY, XID74_SIGNAL_INTEGRITY, decode, decode_xid74
 
 AUTHOR = "rulekit core"
 NVLINK5_PREFIXES = tuple(f"XID-{n}-" for n in range(144, 151))
@@ -37,3 +39,34 @@ def handle_xid_burst_events(context):
         stream.add(EventSpec(type="bad_node" if err.fatal else "interesting_node", symptom=symptom, node=node,
                              fields=fields), rule="HandleXidBurstEvents", cause=info["event"],
                    reason=f"{info['count']} Xid {err.xid} line(s), unit {err.unit}, link(s) {sorted(info['links'])}")
+
+
+@filter_def(name="DecodeXid74Registers", author=AUTHOR, priority=FilterPriority.EARLY + 1,
+            symptoms=(XID74_SIGNAL_INTEGRITY, XID74_ECC_PARITY))
+def decode_xid74_registers(context):
+    """Split Xid 74 (`NVLink: fatal error detected on link N(REG0, ..., REG6)`) by its
+    register bits (REFERENCE 1.3): REG0 bit 21/22 is link signal integrity, REG0 bit 4/5
+    or REG2 bit 0/1/2/6 is NVLink ECC/parity.  Per node, one bad event per decoded
+    symptom, carrying links, registers and bits; each decoded raw Xid 74 becomes
+    interesting evidence.  A body with no deciding bit keeps its raw XID-74 event."""
+    stream = context.event_stream
+    first = {}
+    for e in stream.bad_events():
+        if e.symptom != "XID-74-NVLINK_ERROR":
+            continue
+        err = decode_xid74(e.fields.get("body", "") or e.datum or "")
+        if err is None or not err.symptoms:
+            continue
+        for symptom in err.symptoms:
+            info = first.setdefault((e.node, symptom), {"event": e, "err": err, "links": set(), "bits": set(), "count": 0})
+            info["links"].add(err.link)
+            info["bits"].update(err.bits)
+            info["count"] += 1
+        stream.demote([e], rule="DecodeXid74Registers", reason="decoded as " + " + ".join(err.symptoms))
+    for (node, symptom), info in first.items():
+        fields = dict(info["err"].fields())
+        fields.update({"links": sorted(info["links"]), "bits": sorted(info["bits"]), "count": info["count"],
+                       "pci": info["event"].fields.get("pci")})
+        stream.add(EventSpec(type="bad_node", symptom=symptom, node=node, fields=fields),
+                   rule="DecodeXid74Registers", cause=info["event"],
+                   reason=f"{info['count']} Xid 74 line(s), link(s) {sorted(info['links'])}, bits {sorted(info['bits'])}")

@@ -1,4 +1,6 @@
-"""Decoding of NVLink5 Xid bodies (Xid 144-150), shared by the rule modules.
+"""Decoding of NVLink Xid bodies, shared by the rule modules: NVLink5 Xids 144-150
+(`decode`) and the register words of Xid 74 (`decode_xid74`).  Pure parsing; no
+events, no I/O.
 
 Body shape (REFERENCE.md 1.1):
     <UNIT> <Fatal|Nonfatal> XC<0|1> i<n> Link <nn|-1> (<intrinfo> <errstatus> ...)
@@ -65,3 +67,46 @@ def decode(xid: int, body: str) -> NvlinkError | None:
     return NvlinkError(xid=xid, unit=unit, fatal=m.group("sev") == "Fatal", xc=int(m.group("xc")),
                        instance=int(m.group("inst")), link=int(m.group("link")), intrinfo=intrinfo, errstatus=errstatus,
                        subcode=None if intrinfo is None else (intrinfo >> 20) & 0x3F, category=category)
+
+
+# ---- Xid 74 (NVLink error + 7 registers), REFERENCE.md 1.3 --------------------------------
+# Body: `NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)`.
+# NVIDIA's split by register bits: REG0 bit 21/22 -> marginal link signal integrity
+# (cable, connector, tray); REG0 bit 4/5 or REG2 bit 0/1/2/6 -> ECC / parity in the
+# NVLink hardware.  Any other bit pattern is left undecoded (the raw Xid 74 stands).
+
+_XID74_LINK = re.compile(r"(?i)\blink\s*(?P<link>\d+)\s*\((?P<words>[^)]*)\)")
+_HEXWORD = re.compile(r"(?i)^(?:0x)?[0-9a-f]+$")
+XID74_SIGNAL_INTEGRITY = "XID-74-NVLINK_SIGNAL_INTEGRITY"
+XID74_ECC_PARITY = "XID-74-NVLINK_ECC_PARITY"
+_XID74_BITS = {XID74_SIGNAL_INTEGRITY: ((0, (21, 22)),), XID74_ECC_PARITY: ((0, (4, 5)), (2, (0, 1, 2, 6)))}
+
+
+@dataclass(frozen=True)
+class Xid74Error:
+    link: int
+    registers: tuple[int, ...]
+    symptoms: tuple[str, ...]  # decoded categories, possibly both; empty: undecodable bits
+    bits: tuple[str, ...]  # the deciding bits, as "REG0.b21"
+
+    def fields(self) -> dict:
+        return {"link": self.link, "registers": [f"0x{r:x}" for r in self.registers], "bits": list(self.bits)}
+
+
+def decode_xid74(body: str) -> Xid74Error | None:
+    """Decode an Xid 74 body's register words; None when the body has no
+    `link N(<words>)` group of hex words (at least REG0..REG2)."""
+    m = _XID74_LINK.search(body or "")
+    if not m:
+        return None
+    words = [w for w in re.split(r"[,\s]+", m.group("words").strip()) if w]
+    if len(words) < 3 or not all(_HEXWORD.match(w) for w in words):
+        return None
+    regs = tuple(int(w, 16) for w in words)
+    symptoms, bits = [], []
+    for symptom, spec in _XID74_BITS.items():
+        hit = [f"REG{r}.b{b}" for r, bs in spec for b in bs if regs[r] >> b & 1]
+        if hit:
+            symptoms.append(symptom)
+            bits.extend(hit)
+    return Xid74Error(link=int(m.group("link")), registers=regs, symptoms=tuple(symptoms), bits=tuple(bits))
