@@ -69,3 +69,12 @@ def test_many_job_dirs_in_a_process_pool(tmp_path):
 def test_empty_folder_is_unknown_with_a_note(tmp_path):
     r = runner.invoke(app, ["attribute", str(tmp_path)])
     assert r.exit_code == 0 and "UNKNOWN" in r.output and "RK505" in r.output
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "rulekit", "attribute", str(EXAMPLE), "--format", "json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "hardware"

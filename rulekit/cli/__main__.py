@@ -1,0 +1,4 @@
+"""`python -m rulekit.cli`: the command line."""
+from rulekit.cli import main
+
+main()
