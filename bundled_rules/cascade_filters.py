@@ -4,6 +4,8 @@ In priority order:
 - XidCausedByPrevious (EARLY): Xid 43/45 lines that name their cause add it;
 - ResolveRankFields (EARLY): events with no node move to the rank their text names,
   or to the host a pasted syslog line names;
+- K8sDescribePlacement (EARLY): node-less Kubernetes events move to the node of the
+  `kubectl describe pod` block (`Node:  <node>/<ip>`) they appear in;
 - PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
 - StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
 - XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
@@ -68,6 +70,53 @@ def resolve_rank_fields(context):
                              fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
                    rule="ResolveRankFields", cause=e, reason=why)
         stream.discard([e], rule="ResolveRankFields", reason=f"re-attributed to {node}")
+
+
+K8S_PREFIXES = ("K8S_", "KUEUE_")
+
+
+def _job_node(name, nodes):
+    """`name` (or its short host name) as one of the job's nodes; `name` itself when the
+    job lists no nodes; None when the job's nodes do not include it."""
+    if not nodes:
+        return name
+    for cand in (name, name.split(".", 1)[0]):
+        if cand in nodes:
+            return cand
+    return None
+
+
+@filter_def(name="K8sDescribePlacement", author=AUTHOR, priority=FilterPriority.EARLY + 55)
+def k8s_describe_placement(context):
+    """A pasted `kubectl describe pod` names the pod's node in its header (`Node:
+    gpu-node-17/10.0.0.17`, K8sDescribeNode data); the pod's Kubernetes events below it
+    (Reason: OOMKilled, Warning Evicted, UnexpectedAdmissionError, ...) have no node of
+    their own.  Each node-less Kubernetes / Kueue event moves to the node of the nearest
+    `Node:` line above it in the same observation, when that node is one of the job's
+    nodes (or the job lists none).  Other evidence is left alone: a describe header says
+    nothing about logs pasted next to it."""
+    stream = context.event_stream
+    nodes = set(context.job.nodes)
+    marks = {}
+    for d in stream.data_events():
+        if d.fields.get("kind") == "k8s_pod_node" and d.line_num is not None and d.fields.get("node"):
+            marks.setdefault((d.obs_context_id, d.label), []).append((d.line_num, d.fields["node"]))
+    if not marks:
+        return
+    for e in stream.node_events():
+        if e.node is not None or e.line_num is None or not (e.symptom or "").startswith(K8S_PREFIXES):
+            continue
+        above = [m for m in marks.get((e.obs_context_id, e.label), ()) if m[0] <= e.line_num]
+        if not above:
+            continue
+        line, name = max(above)
+        node = _job_node(name, nodes)
+        if node is None:
+            continue
+        stream.add(EventSpec(type=SHORT_EMIT.get(e.event_type, e.event_type), symptom=e.symptom, node=node,
+                             fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
+                   rule="K8sDescribePlacement", cause=e, reason=f"the pod described at line {line} ran on {node}")
+        stream.discard([e], rule="K8sDescribePlacement", reason=f"re-attributed to {node}")
 
 
 @filter_def(name="PythonChainFirstCause", author=AUTHOR, priority=FilterPriority.EARLY + 60)
