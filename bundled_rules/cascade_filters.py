@@ -35,6 +35,10 @@ AUTHOR = "rulekit corpus"
 register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905,
                  docs="Xid 13 (same GPC/TPC) or Xid 31 recurred on the same GPU in separate bursts: the GPU, not the "
                       "code, is suspect (NVSentinel rule); a DCGM diag is due.")
+register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infiniband", rank=300,
+                 docs="The one remote node a single IB status-12 report names, with no host-side link evidence on "
+                      "either end: a lead (interesting), never the root. One report cannot tell the reporter's end "
+                      "(GID index, its own port) from the peer's; the status-12 event stays on the reporter.")
 
 
 # ---- EARLY ---------------------------------------------------------------------------------
@@ -236,7 +240,14 @@ def ib_status12_peer_blame(context):
     host-side link / HCA trouble, blame the remote node (IB_REMOTE_PEER_UNREACHABLE,
     `certain` when host evidence exists) and demote the reporters' events.  If the
     remote node had an independent non-network fault, the status-12 events are its
-    victims and are demoted without network blame."""
+    victims and are demoted without network blame.
+
+    A single reporter naming a remote node that shows no host-side evidence is not
+    enough to move blame: the reporter's own end (GID index, its port) fails the same
+    way.  Its NCCL_IB_RETRY_EXCEEDED stays bad on the reporter (network outcome) and
+    the remote node gets an interesting IB_REMOTE_PEER_SUSPECT lead.  A peer address
+    that maps to no node of the job (no `Bootstrap : Using` line for it) leaves the
+    report as it is."""
     stream, job, reg = context.event_stream, context.job, context.registry
     reports = [e for e in stream.bad_events() if e.symptom == "NCCL_IB_RETRY_EXCEEDED"]
     if not reports:
@@ -272,6 +283,12 @@ def ib_status12_peer_blame(context):
                        reason=f"{len(reporters)} node(s) got retry-exceeded from {remote}"
                               + (" and it logged link/HCA trouble" if host_net else ""))
             stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
+        elif reporters:
+            stream.add(EventSpec(type="interesting_node", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
+                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters}),
+                       rule="IbStatus12PeerBlame", cause=evs[0],
+                       reason=f"only {reporters[0]} got retry-exceeded from {remote}, and neither end logged "
+                              "link/HCA trouble: the report stays on the reporter")
 
 
 _DIGITS = re.compile(r"\d+")

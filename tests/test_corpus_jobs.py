@@ -111,3 +111,21 @@ def test_watchdog_straggler_is_interesting_not_bad(bundled):
 def test_no_straggler_when_a_primary_fault_is_known(bundled):
     result = _attribute_case(bundled, "xid79 explains the NCCL timeouts on every other node")
     assert all("NCCL_STRAGGLER_SUSPECT" not in n["symptoms"] for n in result["interesting_nodes"])
+
+
+def test_single_ib_status12_report_names_the_peer_as_a_lead_only(bundled):
+    """One status-12 report, no host evidence: the reporter keeps the blame, the named
+    peer is an interesting IB_REMOTE_PEER_SUSPECT lead (IbStatus12PeerBlame docstring)."""
+    job = JobInfoBuilder("ib1", None, ("node0002", "node0003"), tasks_per_node=1).build()
+    lines = ["node0002:319733:319733 [1] NCCL INFO Bootstrap : Using ib0:10.0.0.2<0>",
+             "node0003:2211:2211 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.3<0>",
+             "node0003:2211:2290 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer "
+             "10.0.0.2<33092> with error 12, opcode 0, len 0, vendor err 129 (Recv)"]
+    with Session(bundled, job) as s:
+        s.ingest(Observation(source="applog", format="text", lines=lines, label="t"))
+        result = s.attribute()
+        leads = [e for e in s.manager.stream(s.context_id).all() if e.symptom == "IB_REMOTE_PEER_SUSPECT"]
+    assert result["root_cause"]["symptom"] == "NCCL_IB_RETRY_EXCEEDED"
+    assert [n["node"] for n in result["bad_nodes"]] == ["node0003"]
+    assert [(e.node, e.is_interesting) for e in leads] == [("node0002", True)]
+    assert "node0002" in [n["node"] for n in result["interesting_nodes"]]
