@@ -8,6 +8,7 @@ outcome), 2 with a clear message on bad input or an invalid corpus.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -42,6 +43,27 @@ def _init_worker(rules: list[str] | None) -> None:
     _worker_engine = load_corpus([Path(r) for r in rules] if rules else None).engine
 
 
+def _attribute_pool(engine, rules: list[Path] | None, job_dirs: list[Path], workers: int) -> list[dict[str, Any]]:
+    """Attribute many job directories in worker processes.  Where processes fork, the
+    corpus and its acceleration structure are built once, here, and inherited;
+    elsewhere each worker loads the corpus once."""
+    global _worker_engine
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        ctx = None
+    if ctx is not None:
+        for source, fmt in (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm")):
+            engine.scan_plan(source, fmt)  # build the shared scanner before forking
+        _worker_engine = engine
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    else:
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
+                                   initargs=([str(r) for r in rules] if rules else None,))
+    with pool:
+        return list(pool.map(_attribute_one, [str(d) for d in job_dirs]))
+
+
 def _attribute_one(job_dir: str) -> dict[str, Any]:
     from rulekit.jobdir import attribute_dir
 
@@ -69,14 +91,10 @@ def attribute(
             raise typer.Exit(2)
     results: list[dict[str, Any]] = []
     workers = jobs or os.cpu_count() or 1
+    engine = _load(rules)
     if len(job_dirs) > 1 and workers > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(job_dirs)), initializer=_init_worker,
-                                 initargs=([str(r) for r in rules] if rules else None,)) as pool:
-            engine_ok = _load(rules)  # validate up front so corpus errors are reported once
-            del engine_ok
-            results = list(pool.map(_attribute_one, [str(d) for d in job_dirs]))
+        results = _attribute_pool(engine, rules, job_dirs, min(workers, len(job_dirs)))
     else:
-        engine = _load(rules)
         for d in job_dirs:
             results.append(_attribute_in_process(engine, d, explain))
     failed = [r for r in results if "error" in r]
