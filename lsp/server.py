@@ -138,7 +138,7 @@ class RulekitLanguageServer(LanguageServer):
             try:
                 result = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
-                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_exception(e))
+                loop.call_soon_threadsafe(lambda exc=e: fut.done() or fut.set_exception(exc))
             else:
                 loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(result))
 

@@ -18,7 +18,7 @@ import re
 import sys
 import traceback
 import types
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable, Sequence

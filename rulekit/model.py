@@ -146,7 +146,7 @@ class Accumulator:
     observation (and the same rank, for rank-prefixed application logs) until it
     returns False; `finalize()` then returns the events to emit."""
 
-    def __init__(self, ctx: "AccumulatorContext", line: str, match: Mapping[str, str]):
+    def __init__(self, ctx: Any, line: str, match: Mapping[str, str]):  # ctx: phases.AccumulatorContext
         self.ctx = ctx
 
     def feed(self, line: str) -> bool:  # pragma: no cover - interface

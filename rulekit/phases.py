@@ -26,7 +26,6 @@ from rulekit.model import (
     EMIT_TYPES,
     AccumulatorRule,
     EventSpec,
-    EventType,
     ExtractorRule,
     FilterPriority,
     RefinerPriority,
@@ -467,5 +466,3 @@ def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str,
         out.append(e.to_evidence())
     return out, dropped
 
-
-BAD = EventType.BAD_NODE.value

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
-from rulekit.engine import RuleEngine, ScanPlan
+from rulekit.engine import RuleEngine
 from rulekit.jobdir import attribute_dir, read_job_dir
 from rulekit.jobinfo import JobInfo, JobInfoBuilder
 from rulekit.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient
@@ -165,3 +166,15 @@ def test_cli_tcp_transport(tmp_path: Path):
         proc.wait(10)
     bad = subprocess.run([str(rulekit), "lsp", "--tcp", "nope"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+
+
+async def test_background_job_exceptions_reach_the_awaiting_coroutine():
+    # regression: the exception was referenced after its `except` block ended (NameError instead)
+    from rulekit_lsp.server import RulekitLanguageServer
+
+    def boom():
+        raise ValueError("lint failed")
+
+    with pytest.raises(ValueError, match="lint failed"):
+        await RulekitLanguageServer.background(boom)
+    assert await RulekitLanguageServer.background(lambda: 42) == 42
