@@ -6,6 +6,8 @@ In priority order:
   or to the host a pasted syslog line names;
 - K8sDescribePlacement (EARLY): node-less Kubernetes events move to the node of the
   `kubectl describe pod` block (`Node:  <node>/<ip>`) they appear in;
+- EnrootImportNoSpace (EARLY): `No space left on device` after an enroot import step
+  in the same log is enroot's data / temp path filling up (ENROOT_NO_SPACE);
 - PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
 - StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
 - XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
@@ -121,6 +123,43 @@ def k8s_describe_placement(context):
                              fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
                    rule="K8sDescribePlacement", cause=e, reason=f"the pod described at line {line} ran on {node}")
         stream.discard([e], rule="K8sDescribePlacement", reason=f"re-attributed to {node}")
+
+
+@filter_def(name="EnrootImportNoSpace", author=AUTHOR, priority=FilterPriority.EARLY + 56,
+            symptoms=("ENROOT_NO_SPACE",))
+def enroot_import_no_space(context):
+    """enroot's import prints `[INFO] Fetching image` / `Extracting image content...` and
+    then the raw errors of its tools (`tar: ...: Cannot write: No space left on device`,
+    `mksquashfs: write failed`), which the generic ENOSPC rule reads as FS_NO_SPACE.  An
+    FS_NO_SPACE event after an enroot import step (EnrootImportStep data) in the same
+    observation is enroot's data / temp path filling up: one ENROOT_NO_SPACE event per
+    node and observation is added, caused by the first such line, and those generic
+    events are demoted.  ENOSPC before the first import step is left alone."""
+    stream = context.event_stream
+    steps = {}
+    for d in stream.data_events():
+        if d.fields.get("kind") == "enroot_import" and d.line_num is not None:
+            key = (d.obs_context_id, d.label)
+            steps[key] = min(steps.get(key, d.line_num), d.line_num)
+    if not steps:
+        return
+    seen, generic = set(), []
+    for e in stream.bad_events():
+        if e.symptom != "FS_NO_SPACE" or e.line_num is None:
+            continue
+        key = (e.obs_context_id, e.label)
+        if key not in steps or e.line_num < steps[key]:
+            continue
+        generic.append(e)
+        if (key, e.node) in seen:
+            continue
+        seen.add((key, e.node))
+        stream.add(EventSpec(type="bad_node", symptom="ENROOT_NO_SPACE", node=e.node, fields={"via": "enroot import"},
+                             line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
+                   rule="EnrootImportNoSpace", cause=e,
+                   reason=f"ENOSPC after enroot's import step at line {steps[key]}")
+    if generic:
+        stream.demote(generic, rule="EnrootImportNoSpace", reason="enroot's import ran out of space")
 
 
 @filter_def(name="PythonChainFirstCause", author=AUTHOR, priority=FilterPriority.EARLY + 60)
