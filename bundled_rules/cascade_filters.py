@@ -9,6 +9,8 @@ In priority order:
 - EnrootImportNoSpace (EARLY): `No space left on device` after an enroot import step
   in the same log is enroot's data / temp path filling up (ENROOT_NO_SPACE);
 - PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
+- BareExceptionLineCovered (EARLY): a bare final-exception line is dropped when the
+  traceback it ends was captured;
 - StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
 - XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
 - IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
@@ -186,6 +188,27 @@ def python_chain_first_cause(context):
 
 
 # ---- MID -----------------------------------------------------------------------------------
+
+@filter_def(name="BareExceptionLineCovered", author=AUTHOR, priority=FilterPriority.EARLY + 61)
+def bare_exception_line_covered(context):
+    """BareOsErrorLine reads a lone `FileNotFoundError: [Errno 2] ...` line as the end of
+    an uncaptured traceback.  When a PythonTraceback event of the same observation
+    covers that line (it starts at or before it), the line event says nothing new and
+    would escape TracebackFanOut: it is discarded."""
+    stream = context.event_stream
+    bare = [e for e in stream.node_events() if e.rule == "BareOsErrorLine"]
+    if not bare:
+        return
+    starts = {}
+    for t in stream.node_events():
+        if t.rule == "PythonTraceback" and t.line_num is not None:
+            key = (t.obs_context_id, t.label)
+            starts[key] = min(starts.get(key, t.line_num), t.line_num)
+    covered = [e for e in bare if (e.obs_context_id, e.label) in starts
+               and e.line_num is not None and e.line_num >= starts[(e.obs_context_id, e.label)]]
+    if covered:
+        stream.discard(covered, rule="BareExceptionLineCovered", reason="the captured traceback already says it")
+
 
 @filter_def(name="StickyCudaAfterFirst", author=AUTHOR, priority=FilterPriority.MID + 10,
             symptoms=tuple(sorted(STICKY_CUDA)))
