@@ -215,7 +215,10 @@ def bare_exception_line_covered(context):
 def sticky_cuda_after_first(context):
     """Sticky CUDA errors (700/710/715/716/719/214/226/999) poison every later call of the
     process: per node and rank, the first sticky error is the cause; later, different
-    sticky errors are its teardown noise (demoted)."""
+    sticky errors are its teardown noise (demoted).  NCCL_UNHANDLED_CUDA_ERROR is NCCL's
+    wrapper around a CUDA error (`Cuda failure 999 'unknown error'`, `unhandled cuda
+    error`): it never demotes the specific CUDA error it wraps, which is the cause
+    when one is known, and it is never demoted itself (it ranks below them)."""
     stream = context.event_stream
     groups = {}
     for e in stream.bad_events():
@@ -223,8 +226,11 @@ def sticky_cuda_after_first(context):
             groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
     for group in groups.values():
         group.sort(key=order_key)
-        first_sym = group[0].symptom
-        later = [e for e in group[1:] if e.symptom != first_sym]
+        specific = [e for e in group if e.symptom != "NCCL_UNHANDLED_CUDA_ERROR"]
+        if not specific:
+            continue
+        first_sym = specific[0].symptom
+        later = [e for e in specific[1:] if e.symptom != first_sym]
         if later:
             stream.demote(later, rule="StickyCudaAfterFirst", reason=f"sticky error after {first_sym}")
 
