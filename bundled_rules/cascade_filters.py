@@ -13,6 +13,8 @@ In priority order:
   traceback it ends was captured;
 - StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
 - XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
+- AerBeforeGpuFault (MID): an application-class Xid on a GPU whose PCIe link had just
+  reported an uncorrectable AER error is that error's consequence;
 - IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
   several peers name (certain with host-side link evidence);
 - TracebackFanOut (MID): identical tracebacks on many ranks are one failure;
@@ -298,6 +300,42 @@ def xid_user_fault_repeats(context):
                        reason=f"Xid {xid} in {bursts} bursts on GPU {pci} {where}".strip())
 
 
+
+
+_BDF = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})")
+
+
+def _bus_dev(pci):
+    """`0000:63:00.0` / `0000:63:00` / `00000000:63:00.0` -> ("63", "00"); None otherwise."""
+    m = _BDF.match(str(pci or ""))
+    return (m.group(1).lower(), m.group(2).lower()) if m else None
+
+
+@filter_def(name="AerBeforeGpuFault", author=AUTHOR, priority=FilterPriority.MID + 25)
+def aer_before_gpu_fault(context):
+    """An uncorrectable PCIe AER error (PCIE_AER_FATAL / PCIE_AER_NONFATAL) naming a GPU's
+    bus address, followed on that node by an Xid of that GPU whose outcome is
+    `application` (31 MMU fault, 13 graphics exception, ...): the GPU lost its link
+    (completion timeouts, an unplugged eGPU, a failing riser) and the Xid is the
+    consequence, not user code.  Those Xid events are demoted; the AER event stays."""
+    stream, reg = context.event_stream, context.registry
+    aer = [e for e in stream.bad_events() if e.symptom in ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL")]
+    if not aer:
+        return
+    for x in stream.bad_events():
+        if not (x.symptom or "").startswith("XID-") or reg.info(x.symptom).outcome != "application":
+            continue
+        gpu = _bus_dev(x.fields.get("pci"))
+        if gpu is None:
+            continue
+        for a in aer:
+            if a.node != x.node or gpu not in (_bus_dev(a.fields.get("src")), _bus_dev(a.fields.get("bdf"))):
+                continue
+            if a.obs_context_id == x.obs_context_id and order_key(a) > order_key(x):
+                continue
+            stream.demote([x], rule="AerBeforeGpuFault",
+                          reason=f"the GPU's PCIe link reported {a.symptom} first (line {a.line_num})")
+            break
 
 
 @filter_def(name="IbStatus12PeerBlame", author=AUTHOR, priority=FilterPriority.MID + 30,
