@@ -117,3 +117,51 @@ class PythonTraceback(Accumulator):
                   "final_exc_msg": last_msg[:500], "chain": " <- ".join(t for t, _ in self.chain),
                   "chain_len": str(len(self.chain)), "start_line": self.ctx.line_num}
         return [EventSpec(type=etype, symptom=symptom, fields=fields)]
+
+
+@accumulator_def(
+    name="RichTraceback", author=AUTHOR, trigger_re=r"╰─────────*╯",
+    sources=("applog",), max_lines=4,
+    symptoms=("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_CUDA_ERROR",
+              "PYTHON_INTERRUPTED"),
+    tests=[
+        {"line": "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+                 "Exception: expected value at line 1 column 1\n", "symptom": "PYTHON_EXCEPTION",
+         "captures": {"exc_type": "Exception", "exc_msg": "expected value at line 1 column 1"}},
+        {"line": "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+                 "ModuleNotFoundError: No module named 'flash_attn'\n", "symptom": "PYTHON_IMPORT_ERROR"},
+        {"line": "╰──────────────────────── Epoch 3 ────────────────────────╯\n"
+                 "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+                 "  train_loss 0.412   val_loss 0.455\n", "expect": "nothing"},
+    ],
+)
+class RichTraceback(Accumulator):
+    """A rich / typer boxed traceback (`╭── Traceback (most recent call last) ──╮ ... ╰──╯`)
+    has no `Traceback (most recent call last):` line for PythonTraceback; its exception
+    is the line right after the box closes.  Emits that exception, classified like a
+    plain traceback's; a box followed by anything else emits nothing."""
+
+    def __init__(self, ctx, line, match):
+        super().__init__(ctx, line, match)
+        self.exc = None
+        self.blank = 0
+
+    def feed(self, line):
+        text = strip_prefix(line)
+        if not text.strip():
+            self.blank += 1
+            return self.blank <= 1
+        self.exc = exception_of(text)
+        return False
+
+    def finalize(self):
+        if self.exc is None:
+            return []
+        exc_type, msg = self.exc
+        kind = classify(exc_type, msg)
+        if kind is None:
+            return []
+        etype, symptom = kind
+        fields = {"exc_type": exc_type, "exc_msg": msg[:500], "final_exc_type": exc_type, "final_exc_msg": msg[:500],
+                  "chain": exc_type, "chain_len": "1", "start_line": self.ctx.line_num, "rich": True}
+        return [EventSpec(type=etype, symptom=symptom, fields=fields)]

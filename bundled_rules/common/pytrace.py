@@ -18,7 +18,7 @@ CHAIN_SEPARATORS = (
 )
 # `pkg.mod.SomeError: message` / `KeyboardInterrupt` / `AssertionError`
 EXC_LINE = re.compile(
-    r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout|Warning|Iteration)"
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout|Warning|Iteration)|Exception)"
     r"|(?:[A-Za-z_]\w*\.)+[A-Z]\w*)(?::\s?(?P<msg>.*))?$")
 
 
