@@ -15,7 +15,7 @@
 
 Refiners only demote; they never invent symptoms.
 """
-from rulekit.plugin import RefinerPriority, refiner_def
+from rulekit.plugin import RefinerPriority, demote_where, refiner_def
 
 from .common.relations import STOP_TEARDOWN, STOPS, is_primary, order_key
 
@@ -95,14 +95,9 @@ def nvlink_explains_nccl(context):
     roots = [x for x in NVLINK_ROOTS if x in s]
     if not roots:
         return
-    reg = context.registry
-    for sym in s.symptoms():
-        if sym in NVLINK_ROOTS:
-            continue
-        info = reg.info(sym)
-        if info.sub_domain == "nccl" or info.outcome == "unknown" or sym in (
-                "cudaErrorNvlinkUncorrectable", "cudaErrorContained", "NCCL_UNHANDLED_CUDA_ERROR"):
-            s.demote(sym, "NvlinkExplainsNccl", f"consequence of {roots[0]}")
+    demote_where(s, context.registry, lambda sym, info: info.sub_domain == "nccl" or info.outcome == "unknown" or sym in (
+        "cudaErrorNvlinkUncorrectable", "cudaErrorContained", "NCCL_UNHANDLED_CUDA_ERROR"),
+        "NvlinkExplainsNccl", f"consequence of {roots[0]}", keep=NVLINK_ROOTS)
 
 
 def _after(e, stop):
@@ -152,12 +147,8 @@ def completed_job_handled_errors(context):
     s = context.symptoms
     if "SLURM_COMPLETED" not in s:
         return
-    reg = context.registry
-    for sym in s.symptoms():
-        if sym == "SLURM_COMPLETED":
-            continue
-        if reg.info(sym).outcome in ("application", "unknown", "cancelled", "timeout"):
-            s.demote(sym, "CompletedJobHandledErrors", "the job completed: this error was handled")
+    demote_where(s, context.registry, lambda sym, info: info.outcome in ("application", "unknown", "cancelled", "timeout"),
+                 "CompletedJobHandledErrors", "the job completed: this error was handled", keep=("SLURM_COMPLETED",))
 
 
 SPECIFIC_NO_SPACE = ("NCCL_SHM_NO_SPACE", "ENROOT_NO_SPACE", "ENROOT_USERNS_DENIED", "DATALOADER_BUS_ERROR")
@@ -185,8 +176,5 @@ def injected_fault_explains_job(context):
     injected = [x for x in s.symptoms() if x.startswith("NVRX_INJECTED_")]
     if not injected:
         return
-    reg = context.registry
-    for sym in s.symptoms():
-        if sym.startswith("NVRX_INJECTED_") or reg.info(sym).outcome == "hardware":
-            continue
-        s.demote(sym, "InjectedFaultExplainsJob", f"provoked by {injected[0]}")
+    demote_where(s, context.registry, lambda sym, info: info.outcome != "hardware",
+                 "InjectedFaultExplainsJob", f"provoked by {injected[0]}", keep=injected)

@@ -1,6 +1,6 @@
 """Refiners named by the attribution spec (FINAL, job-wide): Xid149AndNvlinkFiltering
 and Gb200PriorityRootCause.  Xid171Cascade is declarative: see cascades.rule."""
-from rulekit.plugin import RefinerPriority, refiner_def
+from rulekit.plugin import RefinerPriority, demote_where, refiner_def
 
 AUTHOR = "rulekit core"
 NVLINK5_DECODED = ("XID-149-NVLINK_SIGNAL_INTEGRITY", "XID-149-NVLINK_NETIR_FATAL", "XID-144-NVLINK_SAW_FATAL",
@@ -25,13 +25,8 @@ def xid_149_and_nvlink_filtering(context):
     decoded = [s for s in symptoms.symptoms() if s in NVLINK5_DECODED]
     if not decoded:
         return
-    reg = context.registry
-    for s in symptoms.symptoms():
-        if s in NVLINK5_DECODED:
-            continue
-        info = reg.info(s)
-        if info.outcome != "hardware" or info.sub_domain == "nvlink":
-            symptoms.demote(s, "Xid149AndNvlinkFiltering", f"consequence of {decoded[0]}")
+    demote_where(symptoms, context.registry, lambda s, info: info.outcome != "hardware" or info.sub_domain == "nvlink",
+                 "Xid149AndNvlinkFiltering", f"consequence of {decoded[0]}", keep=NVLINK5_DECODED)
 
 
 @refiner_def(name="Gb200PriorityRootCause", author=AUTHOR, priority=_priority("Gb200PriorityRootCause"),

@@ -31,7 +31,7 @@ from rulekit.model import (
 __all__ = [
     "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority",
     "filter_def", "refiner_def", "collector_def", "accumulator_def", "register_symptom",
-    "demote_bad_by_symptom", "demote_bad_by_prefix", "discard_cascade",
+    "demote_bad_by_symptom", "demote_bad_by_prefix", "demote_where", "discard_cascade",
 ]
 
 
@@ -184,6 +184,17 @@ def demote_bad_by_prefix(stream: Any, prefixes: Iterable[str], rule: str, reason
               if e.symptom and e.symptom.startswith(pre) and (keep_nodes is None or e.node in keep_nodes)]
     stream.demote(events, rule=rule, reason=reason or f"symptom prefix in {list(pre)}")
     return len(events)
+
+
+def demote_where(symptoms: Any, registry: Any, predicate: Callable[[str, Any], bool], rule: str, reason: str,
+                 keep: Iterable[str] = ()) -> list[str]:
+    """Demote every active symptom not in `keep` for which `predicate(symptom, info)`
+    holds (`info`: the registry's outcome / sub_domain / rank); returns them."""
+    kept = set(keep)
+    gone = [s for s in symptoms.symptoms() if s not in kept and predicate(s, registry.info(s))]
+    for s in gone:
+        symptoms.demote(s, rule, reason)
+    return gone
 
 
 def discard_cascade(symptoms: Any, my_bad_nodes: Any, prefixes: Iterable[str], rule: str,

@@ -220,3 +220,15 @@ def test_extraction_is_write_only_and_the_event_table_is_restored(engine):
         s.ingest(Observation(source="syslog", node="n1", lines=[]))  # restores the checkpoint first
         after = [(e.id, e.event_type, e.symptom) for e in s.manager.stream(s.context_id).all()]
     assert before == after
+
+
+def test_demote_where_keeps_roots_and_demotes_matching_symptoms(engine):
+    from rulekit.plugin import demote_where
+    from rulekit.refine import SymptomSet
+
+    s = SymptomSet(engine.registry, None, [], "refine:FINAL")
+    for sym in ("HW_A", "NET_X", "APP_Y", "NOISE"):
+        s._put(sym, "n1", None)
+    gone = demote_where(s, engine.registry, lambda sym, info: info.outcome != "hardware", "R", "why", keep=("NOISE",))
+    assert sorted(gone) == ["APP_Y", "NET_X"] and s.symptoms() == ["HW_A", "NOISE"]
+    assert s.removed["NET_X"].action == "demote" and s.removed["NET_X"].rule == "R"
