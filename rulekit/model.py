@@ -178,7 +178,10 @@ class AccumulatorRule:
 
 
 @dataclass(frozen=True)
-class FilterRule:
+class PrioritizedRule:
+    """What filters and refiners share: a priority (stratum + offset) and a function of
+    the phase's context."""
+
     name: str
     author: str
     span: Span
@@ -188,20 +191,15 @@ class FilterRule:
     docs: str = ""
     decl: Any = None  # declarative description when compiled from the DSL
     symptoms: tuple[str, ...] = ()  # symptoms it names (for reference checks)
+
+
+@dataclass(frozen=True)
+class FilterRule(PrioritizedRule):
     kind: RuleKind = RuleKind.FILTER
 
 
 @dataclass(frozen=True)
-class RefinerRule:
-    name: str
-    author: str
-    span: Span
-    priority: int
-    func: Callable[[Any], None]
-    requires: tuple[str, ...] = ()
-    docs: str = ""
-    decl: Any = None
-    symptoms: tuple[str, ...] = ()
+class RefinerRule(PrioritizedRule):
     kind: RuleKind = RuleKind.REFINER
 
 
