@@ -108,6 +108,14 @@ class RulekitLanguageServer(LanguageServer):
         for c in self.ws.corpora:
             self.publish(c)
 
+    def reconfigure(self, roots: list[str]) -> None:
+        """New roots or settings: rebuild the workspace, republish, re-lint."""
+        self.ws.configure(roots, self.settings)
+        self.published.clear()
+        self.publish_all()
+        for c in self.ws.corpora:
+            self.schedule_lint(c)
+
     def after_edit(self, corpus: Corpus, path: str | None) -> None:
         if path and self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py", "tests"):
             self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path], jobs=True)))
@@ -245,11 +253,7 @@ def did_change_configuration(ls: RulekitLanguageServer, params: T.DidChangeConfi
         ls.show(p)
     if settings != ls.settings:
         ls.settings = settings
-        ls.ws.configure(ls.ws.roots, settings)
-        ls.published.clear()
-        ls.publish_all()
-        for c in ls.ws.corpora:
-            ls.schedule_lint(c)
+        ls.reconfigure(list(ls.ws.roots))
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -263,11 +267,7 @@ def did_change_workspace_folders(ls: RulekitLanguageServer, params: T.DidChangeW
         p = convert.uri_to_path(f.uri)
         if p and p not in roots:
             roots.append(p)
-    ls.ws.configure(roots, ls.settings)
-    ls.published.clear()
-    ls.publish_all()
-    for c in ls.ws.corpora:
-        ls.schedule_lint(c)
+    ls.reconfigure(roots)
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
