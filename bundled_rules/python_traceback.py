@@ -28,11 +28,15 @@ register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal",
                  docs="KeyboardInterrupt / SystemExit / elastic SignalException: the rank was stopped from outside.")
 
 
+# what a traceback accumulator may emit (declared for the loader's symptom checks)
+TRACEBACK_SYMPTOMS = ("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_CUDA_ERROR",
+                      "PYTHON_INTERRUPTED")
+
+
 @accumulator_def(
     name="PythonTraceback", author=AUTHOR, trigger_re=r"Traceback \(most recent call last\):",
     sources=("applog",), max_lines=400,
-    symptoms=("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_CUDA_ERROR",
-              "PYTHON_INTERRUPTED"),
+    symptoms=TRACEBACK_SYMPTOMS,
     tests=[
         {"line": "Traceback (most recent call last):\n  File \"train.py\", line 10, in <module>\n    main()\n"
                  "ValueError: bad shape (3, 4)\n", "symptom": "PYTHON_EXCEPTION",
@@ -122,8 +126,7 @@ class PythonTraceback(Accumulator):
 @accumulator_def(
     name="RichTraceback", author=AUTHOR, trigger_re=r"╰─────────*╯",
     sources=("applog",), max_lines=4,
-    symptoms=("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "PYTHON_DISTRIBUTED_ERROR", "PYTHON_CUDA_ERROR",
-              "PYTHON_INTERRUPTED"),
+    symptoms=TRACEBACK_SYMPTOMS,
     tests=[
         {"line": "╰──────────────────────────────────────────────────────────────────────────────╯\n"
                  "Exception: expected value at line 1 column 1\n", "symptom": "PYTHON_EXCEPTION",
