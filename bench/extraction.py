@@ -4,7 +4,7 @@
 
 Generates (once, cached under bench/.data/, git-ignored) a reproducible corpus of
 realistic benign training-log lines with ~0.1 % signal lines, takes the bundled
-rules' extractor patterns (through rulekit.loader when it loads; else the raw
+rules' extractor patterns (through rulekit.rules.loader when it loads; else the raw
 `match_re` strings of bundled_rules/*.toml; else none, and says which) plus 604
 generated extractor-like rules, and in one run measures on one core:
 
@@ -38,8 +38,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from corpus import generated_rules, write_corpus  # noqa: E402
-from rulekit import literals as L  # noqa: E402
-from rulekit.scan import NaiveScanner, iter_chunks, iter_lines, decode_line  # noqa: E402
+from rulekit.extract import literals as L  # noqa: E402
+from rulekit.extract.scan import NaiveScanner, iter_chunks, iter_lines, decode_line  # noqa: E402
 
 MiB = 1 << 20
 
@@ -48,13 +48,13 @@ MiB = 1 << 20
 
 def bundled_patterns() -> tuple[list[str], str]:
     try:
-        from rulekit.loader import load_corpus
-        from rulekit.model import ExtractorRule
+        from rulekit.rules.loader import load_corpus
+        from rulekit.rules.model import ExtractorRule
 
         res = load_corpus()
         pats = [r.match_re for r in res.ruleset.rules if isinstance(r, ExtractorRule)]
         if pats:
-            return pats, f"rulekit.loader ({len(pats)} extractor patterns, corpus {'ok' if res.ok else 'with errors'})"
+            return pats, f"rulekit.rules.loader ({len(pats)} extractor patterns, corpus {'ok' if res.ok else 'with errors'})"
         raise RuntimeError("loader returned no extractors")
     except Exception as e:  # the loader may not exist yet or may fail on a work-in-progress corpus
         why = f"{type(e).__name__}: {str(e)[:80]}"
@@ -77,7 +77,7 @@ def bundled_patterns() -> tuple[list[str], str]:
             walk(tomllib.loads(f.read_text("utf-8")))
         except Exception:
             continue
-    from rulekit.regex import check_pattern
+    from rulekit.extract.regex import check_pattern
     pats = [p for p in pats if "${" not in p and not check_pattern(p)]
     if pats:
         return pats, f"raw match_re of bundled_rules/*.toml ({len(pats)}; loader unavailable: {why})"
@@ -318,7 +318,7 @@ def main(argv=None) -> int:
     print(f"rules: {len(bundled)} bundled from {source} + {len(gen)} generated = {len(patterns)}")
     print(f"corpus: {total / MiB:.0f} MiB; slice for naive loops: {len(slice_data) / MiB:.1f} MiB; one core")
 
-    from rulekit.accel import Accelerator, hyperscan_available
+    from rulekit.extract.accel import Accelerator, hyperscan_available
 
     results: dict[str, dict] = {}
     t = time.perf_counter()

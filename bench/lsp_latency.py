@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from rulekit.loader import bundled_rules_path  # noqa: E402
+from rulekit.rules.loader import bundled_rules_path  # noqa: E402
 from rulekit_lsp import convert  # noqa: E402
 from rulekit_lsp.workspace import Corpus  # noqa: E402
 

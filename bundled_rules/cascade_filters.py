@@ -29,7 +29,7 @@ never decide the outcome.
 import re
 from datetime import datetime
 
-from rulekit.model import SHORT_EMIT
+from rulekit.rules.model import SHORT_EMIT
 from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
 
 from .common.relations import (

@@ -5,7 +5,7 @@ parallelism seen in the logs).
 Collectors only read the event stream and return JSON-able data; they never add
 events, change bad nodes or the job's node list.
 """
-from rulekit.linectx import host_of, rank_of
+from rulekit.extract.linectx import host_of, rank_of
 from rulekit.plugin import collector_def
 
 from .common.relations import ipv4_of, normalize_gid

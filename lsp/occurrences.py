@@ -151,8 +151,8 @@ def _toml_string(raw: str) -> str:
 # ---- DSL ---------------------------------------------------------------------------------
 
 def dsl_occurrences(text: str, path: str, module=None) -> list[Occurrence]:
-    from rulekit.dsl import ast as A
-    from rulekit.dsl import parse_ast
+    from rulekit.rules.dsl import ast as A
+    from rulekit.rules.dsl import parse_ast
 
     if module is None:
         module, _ = parse_ast(text, path)

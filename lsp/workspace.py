@@ -25,15 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import rulekit.loader as _loader
-from rulekit import dsl
+import rulekit.rules.loader as _loader
+from rulekit.rules import dsl
 from rulekit.diagnostics import Diagnostic, Span, has_errors
-from rulekit.dsl.compiler import compile_module
-from rulekit.engine import RuleEngine
-from rulekit.model import RuleSet
-from rulekit.registry import SymptomRegistry
-from rulekit.testing import TestResult, run_job_test, run_line_test
-from rulekit.toml_frontend import parse_job_tests, parse_rules
+from rulekit.rules.dsl.compiler import compile_module
+from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.model import RuleSet
+from rulekit.rules.registry import SymptomRegistry
+from rulekit.analysis.testing import TestResult, run_job_test, run_line_test
+from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
 from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
 from rulekit_lsp.settings import Settings
 
@@ -168,7 +168,7 @@ class Corpus:
         elif kind == "rule":
             st.module, syn = dsl.parse_ast(text, path)
             rs, more = compile_module(st.module, path)
-            if syn:  # as rulekit.dsl.parse_file: a broken declaration's semantic complaints are noise
+            if syn:  # as rulekit.rules.dsl.parse_file: a broken declaration's semantic complaints are noise
                 broken = [(i.span.line, i.span.end_line) for i in st.module.items  # type: ignore[attr-defined]
                           if any(i.span.line <= d.span.line <= i.span.end_line for d in syn if d.span)]
                 more = [d for d in more if not d.span or not any(a <= d.span.line <= b for a, b in broken)]

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from rulekit.config import GlobalConfig
-from rulekit.engine import RuleEngine
-from rulekit.loader import RuleLoader, bundled_rules_path
-from rulekit.registry import SymptomRegistry
+from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.loader import RuleLoader, bundled_rules_path
+from rulekit.rules.registry import SymptomRegistry
 
 initialized = False
 _rules_engine: RuleEngine | None = None

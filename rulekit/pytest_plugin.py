@@ -39,7 +39,7 @@ def _paths(config: pytest.Config) -> list[Path]:
     if not given:
         given = [Path(p) for p in config.getini("rulekit_paths")]
     if not given:
-        from rulekit.loader import bundled_rules_path
+        from rulekit.rules.loader import bundled_rules_path
 
         given = [bundled_rules_path()]
     return [p if p.is_absolute() else Path(config.rootpath) / p for p in given]
@@ -58,7 +58,7 @@ class RulekitCorpus(pytest.File):
     def collect(self):
         from rulekit.analysis.testrun import collect
         from rulekit.diagnostics import Severity
-        from rulekit.loader import load_corpus
+        from rulekit.rules.loader import load_corpus
 
         res = load_corpus(self.rule_paths)
         if res.engine is None:

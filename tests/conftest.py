@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.loader import load_corpus
+from rulekit.rules.loader import load_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 

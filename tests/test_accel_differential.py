@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rulekit.accel import Accelerator, hyperscan_available
-from rulekit.scan import NaiveScanner, iter_chunks, make_scanner
+from rulekit.extract.accel import Accelerator, hyperscan_available
+from rulekit.extract.scan import NaiveScanner, iter_chunks, make_scanner
 
 FIX = Path(__file__).parent / "fixtures" / "accel"
 PATTERNS = [p for p in (FIX / "patterns.txt").read_text("utf-8").split("\n") if p]
@@ -95,8 +95,8 @@ def test_make_scanner_backends(monkeypatch):
 def test_bundled_rules_on_benign_sample():
     """The real corpus over the shipped benign sample plus one line per rule test."""
     try:
-        from rulekit.loader import load_corpus
-        from rulekit.model import ExtractorRule
+        from rulekit.rules.loader import load_corpus
+        from rulekit.rules.model import ExtractorRule
         res = load_corpus()
     except Exception as e:  # the loader is another module's job; do not hide its failures here
         pytest.skip(f"loader unavailable: {e}")
@@ -104,7 +104,7 @@ def test_bundled_rules_on_benign_sample():
     if not rules:
         pytest.skip("no extractor rules loaded")
     patterns = [r.match_re for r in rules]
-    from rulekit.accel import default_sample
+    from rulekit.extract.accel import default_sample
     lines = [t.line for r in rules for t in r.tests if getattr(t, "line", None)]
     data = default_sample()[:64 << 10] + "\n".join(lines).encode("utf-8", "replace") + b"\n"
     want = scan_all(NaiveScanner(patterns), data, 1 << 20)

@@ -1,10 +1,10 @@
-"""rulekit.accel_report and Accelerator.analysis: the data lint renders as
+"""rulekit.extract.accel_report and Accelerator.analysis: the data lint renders as
 RK303 (unfilterable), RK304 (weak key), RK305 (broad), RK306 (overlap),
 RK307 (subsumed) and RK308 (cost)."""
 from __future__ import annotations
 
-from rulekit.accel import Accelerator
-from rulekit.accel_report import analyze, pattern_costs, sample_report
+from rulekit.extract.accel import Accelerator
+from rulekit.extract.accel_report import analyze, pattern_costs, sample_report
 
 SAMPLE = (
     b"iteration 10 | lm loss: 2.0 | number of nan iterations: 0 |\n" * 40

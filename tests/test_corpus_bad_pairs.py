@@ -2,9 +2,9 @@
 on NCCL "Got completion from peer" errors (seeds/how-attribution-works.txt)."""
 from __future__ import annotations
 
-from rulekit.jobinfo import JobInfoBuilder
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.inputs.jobinfo import JobInfoBuilder
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 NODES = ("node0002", "node0003", "node0007")
 GEN1 = ("{host}transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer {peer}<33092> with error {status}, "
@@ -35,7 +35,7 @@ _ENGINE = []
 
 def bundled_engine():
     if not _ENGINE:
-        from rulekit.loader import load_corpus
+        from rulekit.rules.loader import load_corpus
         _ENGINE.append(load_corpus(None).engine)
     return _ENGINE[0]
 

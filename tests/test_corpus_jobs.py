@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rulekit.jobinfo import JobInfoBuilder
-from rulekit.observation import Observation
-from rulekit.session import Session
-from rulekit.testing import attribute_dir, run_job_test
+from rulekit.inputs.jobinfo import JobInfoBuilder
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
+from rulekit.analysis.testing import attribute_dir, run_job_test
 
 REPO = Path(__file__).resolve().parent.parent
 BENIGN = REPO / "examples" / "benign-training"
@@ -91,7 +91,7 @@ def test_traceback_event_keeps_first_and_final_exception(bundled):
 
 
 def _attribute_case(engine, name):
-    from rulekit.testing import job_from_mapping
+    from rulekit.analysis.testing import job_from_mapping
 
     case = next(c for c in engine.job_tests if c.name == name)
     with Session(engine, job_from_mapping(case.job)) as s:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.model import AccumulatorRule, ExtractorRule
-from rulekit.testing import run_inline_tests
+from rulekit.rules.model import AccumulatorRule, ExtractorRule
+from rulekit.analysis.testing import run_inline_tests
 
 RULES = Path(__file__).resolve().parent.parent / "bundled_rules"
 CORPUS_FILES = {"xid_catalog.toml", "xid_offbus.toml", "fabric.toml", "host.toml", "nccl.toml", "nccl_ib.toml",
@@ -102,9 +102,9 @@ def test_extractor_symptoms_are_registered(bundled):
 
 def _line_events(engine, line: str, source: str = "applog"):
     """Every event the whole corpus extracts from one line (no filters)."""
-    from rulekit.jobinfo import JobInfoBuilder
-    from rulekit.observation import Observation
-    from rulekit.session import Session
+    from rulekit.inputs.jobinfo import JobInfoBuilder
+    from rulekit.inputs.observation import Observation
+    from rulekit.engine.session import Session
 
     job = JobInfoBuilder("t", None, ("node0001", "node0002")).build()
     with Session(engine, job) as s:
@@ -171,7 +171,7 @@ def test_advice_and_noise_lines_are_not_evidence(bundled, line):
 def test_every_corpus_symptom_is_produced_by_some_test(bundled):
     """Each symptom the corpus registers is produced by an inline test, a job case or an
     example job (no dead registrations)."""
-    from rulekit.testing import run_examples, run_job_tests
+    from rulekit.analysis.testing import run_examples, run_job_tests
 
     produced: set[str] = set()
     for res in (*run_inline_tests(bundled), *run_job_tests(bundled),

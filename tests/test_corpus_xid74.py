@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.jobinfo import JobInfoBuilder
-from rulekit.observation import Observation
-from rulekit.session import Session
-from rulekit.testing import run_job_test
+from rulekit.inputs.jobinfo import JobInfoBuilder
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
+from rulekit.analysis.testing import run_job_test
 
 SI, ECC = "XID-74-NVLINK_SIGNAL_INTEGRITY", "XID-74-NVLINK_ECC_PARITY"
 BODY = "NVLink: fatal error detected on link {link}({words})"

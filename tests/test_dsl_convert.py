@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from rulekit.cli import app
 from rulekit.diagnostics import RulekitError
-from rulekit.dsl import dsl_to_toml, parse_file, toml_to_dsl
-from rulekit.loader import bundled_rules_path, load_corpus
-from rulekit.testing import run_example, run_job_tests
-from rulekit.toml_frontend import parse_rules
+from rulekit.rules.dsl import dsl_to_toml, parse_file, toml_to_dsl
+from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit.analysis.testing import run_example, run_job_tests
+from rulekit.rules.toml_frontend import parse_rules
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if (p / "expected.json").exists()) \
@@ -122,7 +122,7 @@ lines = ["NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU h
 root_cause = "XID-79-GPU_FELL_OFF_BUS"
 bad_nodes = ["node-02"]
 '''
-    from rulekit.toml_frontend import parse_job_tests
+    from rulekit.rules.toml_frontend import parse_job_tests
 
     cases, _ = parse_job_tests(text, "x.test.toml")
     rs, diags = parse_file(toml_to_dsl(text, "x.test.toml"), "x.rule")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rulekit.dsl import check_references, parse_file
-from rulekit.loader import load_corpus
+from rulekit.rules.dsl import check_references, parse_file
+from rulekit.rules.loader import load_corpus
 
 BROKEN = '''symptom "X" {
   outcome hardware

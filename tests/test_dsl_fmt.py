@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from rulekit.cli import app
-from rulekit.dsl import format_dsl, format_toml, parse_file, toml_to_dsl
-from rulekit.loader import bundled_rules_path
+from rulekit.rules.dsl import format_dsl, format_toml, parse_file, toml_to_dsl
+from rulekit.rules.loader import bundled_rules_path
 
 MESSY = '''# file header
 author "me"   # who wrote it

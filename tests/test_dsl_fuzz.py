@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rulekit.dsl import check_references, format_dsl, parse_ast, parse_file
+from rulekit.rules.dsl import check_references, format_dsl, parse_ast, parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = [b for b in re.findall(r"```rule\n(.*?)```", (ROOT / "grammar" / "README.md").read_text(), re.S)]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rulekit.diagnostics import Span
-from rulekit.dsl import ast as A
-from rulekit.dsl import parse_ast, parse_file
-from rulekit.model import FilterPriority, RefinerPriority
-from rulekit.toml_frontend import parse_rules
+from rulekit.rules.dsl import ast as A
+from rulekit.rules.dsl import parse_ast, parse_file
+from rulekit.rules.model import FilterPriority, RefinerPriority
+from rulekit.rules.toml_frontend import parse_rules
 
 README = Path(__file__).resolve().parent.parent / "grammar" / "README.md"
 ALL = "\n".join(re.findall(r"```rule\n(.*?)```", README.read_text(), re.S))
@@ -273,7 +273,7 @@ def test_keywords_are_names_where_a_name_is_expected():
     ('extractor A {\n  emit bad_node "S" ', 2, 20, ["`node`", "`fields`", "`test`"], []),
 ])
 def test_expected_at(text, line, col, must, must_not):
-    from rulekit.dsl import expected_at
+    from rulekit.rules.dsl import expected_at
 
     got = expected_at(text, line, col)
     for w in must:
@@ -283,13 +283,13 @@ def test_expected_at(text, line, col, must, must_not):
 
 
 def test_expected_at_after_an_error_is_empty():
-    from rulekit.dsl import expected_at
+    from rulekit.rules.dsl import expected_at
 
     assert expected_at('extractor A { } }\n', 1, 18) == []
 
 
 def test_every_terminal_has_words_for_error_messages():
-    from rulekit.dsl.parser import _terminal_words, lark_parser
+    from rulekit.rules.dsl.parser import _terminal_words, lark_parser
 
     words = _terminal_words()
     for t in lark_parser().terminals:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.dsl import format_dsl, parse_file
+from rulekit.rules.dsl import format_dsl, parse_file
 
 README = Path(__file__).resolve().parent.parent / "grammar" / "README.md"
 BLOCKS = re.findall(r"```rule\n(.*?)```", README.read_text(), re.S)

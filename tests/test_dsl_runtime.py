@@ -2,15 +2,15 @@
 
 A small corpus written entirely in the DSL, with job-level `case` blocks that
 exercise each construct (and a counter-case where the rule must not act); the
-cases run through the real engine (`rulekit.testing.run_job_tests`)."""
+cases run through the real engine (`rulekit.analysis.testing.run_job_tests`)."""
 from __future__ import annotations
 
 import pytest
 
-from rulekit.loader import load_corpus
-from rulekit.observation import Observation
-from rulekit.session import Session
-from rulekit.testing import job_from_mapping, run_job_tests
+from rulekit.rules.loader import load_corpus
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
+from rulekit.analysis.testing import job_from_mapping, run_job_tests
 
 CORPUS = r'''
 author "tests"

@@ -1,12 +1,12 @@
 """Every sample job under examples/ with an expected.json attributes as expected
-(through `rulekit.testing.run_example`, the same runner `rulekit test` uses)."""
+(through `rulekit.analysis.testing.run_example`, the same runner `rulekit test` uses)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from rulekit.testing import find_examples, run_example
+from rulekit.analysis.testing import find_examples, run_example
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DIRS = find_examples([EXAMPLES])

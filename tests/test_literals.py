@@ -1,4 +1,4 @@
-"""rulekit.literals: required-literal factors of rule regexes and the rarity-based
+"""rulekit.extract.literals: required-literal factors of rule regexes and the rarity-based
 key choice.  Soundness is checked on data: on every fixture line a pattern matches,
 each of its factors has a key present in the lower-cased line bytes."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.literals import choose_keys, factors_of, sample_key_counts
-from rulekit.regex import compile_pattern
+from rulekit.extract.literals import choose_keys, factors_of, sample_key_counts
+from rulekit.extract.regex import compile_pattern
 
 FIX = Path(__file__).parent / "fixtures" / "accel"
 

@@ -67,7 +67,7 @@ def test_occurrences_roles_in_each_format(ws: Path):
 
 
 def test_analysis_equals_load_corpus(corpus: Corpus, ws: Path):
-    from rulekit.loader import load_corpus
+    from rulekit.rules.loader import load_corpus
 
     ref = load_corpus([ws / "rules"])
     assert [d.to_dict() for d in corpus.analyze().diagnostics] == [d.to_dict() for d in ref.diagnostics]
@@ -332,7 +332,7 @@ def test_files_changed_on_disk(corpus: Corpus, ws: Path, tmp_path: Path):
 
 
 def test_editing_a_pattern_does_not_grow_the_regex_cache_without_bound(corpus: Corpus, ws: Path):
-    from rulekit import regex
+    from rulekit.extract import regex
 
     base = str(ws / "rules" / "base.toml")
     text = corpus.files[base].text

@@ -22,7 +22,7 @@ import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from rulekit.loader import bundled_rules_path
+from rulekit.rules.loader import bundled_rules_path
 from rulekit_lsp import convert
 from rulekit_lsp.settings import Settings
 from rulekit_lsp.workspace import Corpus

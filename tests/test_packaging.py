@@ -51,6 +51,6 @@ def test_installed_wheel_attributes_the_example_from_another_directory(wheel, tm
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY"
-    where = subprocess.run([str(py), "-c", "import rulekit, rulekit.loader as l; print(l.bundled_rules_path())"],
+    where = subprocess.run([str(py), "-c", "import rulekit, rulekit.rules.loader as l; print(l.bundled_rules_path())"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(env_dir)), where  # the wheel's own rules, not the checkout's

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.model import JobTestCase, ObservationSpec
-from rulekit.testing import run_job_test
+from rulekit.rules.model import JobTestCase, ObservationSpec
+from rulekit.analysis.testing import run_job_test
 
 CASES_DIR = Path(__file__).resolve().parent / "realworld" / "cases"
 EXTRA_KEYS = {"provenance", "known_miss", "notes"}

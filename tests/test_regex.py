@@ -1,11 +1,11 @@
-"""rulekit.regex.check_pattern: every RE2-incompatible construct is reported with
+"""rulekit.extract.regex.check_pattern: every RE2-incompatible construct is reported with
 the right code at the right offsets, valid patterns produce no problems, and the
 Python/RE2 divergences the accelerator must not trust are recognised."""
 from __future__ import annotations
 
 import pytest
 
-from rulekit.regex import check_pattern, compile_big, compile_pattern, group_names, python_divergence
+from rulekit.extract.regex import check_pattern, compile_big, compile_pattern, group_names, python_divergence
 
 # (pattern, [(code, covered text)]): the covered text is pattern[start:end]
 BAD = [

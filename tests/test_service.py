@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from rulekit.cli.serve import make_server
-from rulekit.service import PayloadError, attribute_payload
+from rulekit.service.payload import PayloadError, attribute_payload
 
 XID79 = "[ 5120.118843] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
 PAYLOAD = {"job": {"id": "svc-1", "state": "FAILED", "nodes": ["n1", "n2"], "tasks_per_node": 8},

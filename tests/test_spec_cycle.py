@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rulekit.jobdir import read_job_dir
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.inputs.jobdir import read_job_dir
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "xid149-nvlink"
 
@@ -81,7 +81,7 @@ def test_random_splits_and_interleavings_equal_a_fresh_session(bundled, splits, 
 
 
 def test_attribute_before_any_ingest_is_empty_but_valid(bundled):
-    from rulekit.jobinfo import JobInfo
+    from rulekit.inputs.jobinfo import JobInfo
 
     with Session(bundled, JobInfo(id="empty")) as s:
         r = s.attribute()

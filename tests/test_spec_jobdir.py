@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from rulekit.diagnostics import RulekitError
-from rulekit.jobdir import attribute_dir, read_job_dir
-from rulekit.linectx import line_context
-from rulekit.loader import load_corpus
+from rulekit.engine.jobrun import attribute_dir
+from rulekit.inputs.jobdir import read_job_dir
+from rulekit.extract.linectx import line_context
+from rulekit.rules.loader import load_corpus
 
 RULES = {
     "r.toml": """
@@ -154,9 +155,9 @@ def test_missing_dir_is_rk501(tmp_path):
 
 
 def test_lines_of_a_node_log_carry_the_declared_node(tmp_path, engine):
-    from rulekit.jobinfo import JobInfo
-    from rulekit.observation import Observation
-    from rulekit.session import Session
+    from rulekit.inputs.jobinfo import JobInfo
+    from rulekit.inputs.observation import Observation
+    from rulekit.engine.session import Session
 
     with Session(engine, JobInfo(id="j", nodes=("n1", "n2"))) as s:
         s.ingest(Observation(source="syslog", node="n2", lines=["BOOM"]))

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rulekit.jobinfo import ExecutionCancellation, JobInfoBuilder, SchedulerFailure
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.inputs.jobinfo import ExecutionCancellation, JobInfoBuilder, SchedulerFailure
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 T = datetime(2026, 6, 1, 3, 0, tzinfo=timezone.utc)
 NODES = ("node-01", "node-02")

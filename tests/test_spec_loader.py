@@ -6,8 +6,8 @@ import pytest
 
 import rulekit.api as api
 from rulekit.diagnostics import RulekitError
-from rulekit.loader import RuleLoader, bundled_rules_path, load_corpus
-from rulekit.model import ExtractorRule, FilterRule
+from rulekit.rules.loader import RuleLoader, bundled_rules_path, load_corpus
+from rulekit.rules.model import ExtractorRule, FilterRule
 
 SYMPTOMS = """
 [[symptom]]

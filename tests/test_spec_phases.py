@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rulekit.jobinfo import JobInfoBuilder
-from rulekit.loader import load_corpus
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.inputs.jobinfo import JobInfoBuilder
+from rulekit.rules.loader import load_corpus
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 RULES = {
     "symptoms.toml": """
@@ -224,7 +224,7 @@ def test_extraction_is_write_only_and_the_event_table_is_restored(engine):
 
 def test_demote_where_keeps_roots_and_demotes_matching_symptoms(engine):
     from rulekit.plugin import demote_where
-    from rulekit.refine import SymptomSet
+    from rulekit.engine.refine import SymptomSet
 
     s = SymptomSet(engine.registry, None, [], "refine:FINAL")
     for sym in ("HW_A", "NET_X", "APP_Y", "NOISE"):

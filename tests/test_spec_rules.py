@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from rulekit.jobinfo import JobInfoBuilder
-from rulekit.loader import bundled_rules_path, load_corpus
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.inputs.jobinfo import JobInfoBuilder
+from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 NODES = ("node-01", "node-02", "node-03", "node-04")
 X149 = "[ 5860.1189] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT {sev} XC0 i0 Link {link:02d} (0x004505c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)"

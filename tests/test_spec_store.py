@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from rulekit.model import EventSpec, EventType
-from rulekit.store import EventManager, ReadOnlyStreamError
+from rulekit.rules.model import EventSpec, EventType
+from rulekit.engine.store import EventManager, ReadOnlyStreamError
 
 BAD = EventType.BAD_NODE.value
 

@@ -10,7 +10,7 @@ import pytest
 from rulekit.analysis.check import check_paths
 from rulekit.analysis.lint import lint_corpus
 from rulekit.analysis.testrun import default_example_paths, run_tests
-from rulekit.loader import bundled_rules_path, load_corpus
+from rulekit.rules.loader import bundled_rules_path, load_corpus
 
 
 @pytest.fixture(scope="module")

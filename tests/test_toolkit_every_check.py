@@ -14,7 +14,7 @@ from rulekit.analysis.lint import lint_corpus
 from rulekit.analysis.settings import load_settings
 from rulekit.analysis.testrun import default_example_paths, run_tests
 from rulekit.codes import CODES
-from rulekit.loader import load_corpus
+from rulekit.rules.loader import load_corpus
 
 FIX = Path(__file__).parent / "fixtures" / "every_check"
 
@@ -96,7 +96,7 @@ def test_overlap_witnesses_match_both_rules(fired):
 def test_overlap_quick_fix_is_a_passing_job_case(fired, tmp_path):
     import shutil
 
-    from rulekit.testing import run_job_tests
+    from rulekit.analysis.testing import run_job_tests
 
     d = next(d for d in fired["RK306"] if d.data.get("fix_case"))
     rules = tmp_path / "lint"

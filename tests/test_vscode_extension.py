@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rulekit.dsl import parse_ast
+from rulekit.rules.dsl import parse_ast
 
 EXT = Path(__file__).resolve().parent.parent / "vscode-extension"
 NODE = shutil.which("node")
@@ -78,7 +78,7 @@ def _generator():
 
 def test_grammar_knows_every_dsl_keyword():
     """A keyword added to the DSL must be added to the grammar (scripts/gen_grammar.py) too."""
-    from rulekit.dsl.fmt import KEYWORDS
+    from rulekit.rules.dsl.fmt import KEYWORDS
 
     gen = _generator()
     assert sorted(KEYWORDS - gen.ALL_KEYWORDS) == [], "DSL keywords the grammar does not colour"
@@ -87,7 +87,7 @@ def test_grammar_knows_every_dsl_keyword():
 
 def test_grammar_names_match_the_rule_model():
     """Strata, emit/event types and outcomes the grammar colours (and marks invalid otherwise) are the model's."""
-    from rulekit.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
+    from rulekit.rules.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
 
     gen = _generator()
     assert list(gen.STRATA_FILTER) == [p.name for p in FilterPriority]
@@ -121,7 +121,7 @@ def test_readme_rule_blocks_are_valid_dsl():
 def test_real_rule_files_have_no_invalid_tokens(built, tmp_path: Path):
     """Every valid DSL text we have (bundled .rule files, the bundled TOML corpus converted to DSL, the
     language reference's examples) must tokenize without a single invalid.* scope."""
-    from rulekit.dsl import toml_to_dsl
+    from rulekit.rules.dsl import toml_to_dsl
 
     repo = EXT.parent
     files = sorted(str(p) for p in (repo / "bundled_rules").glob("*.rule"))

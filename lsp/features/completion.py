@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from rulekit.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
-from rulekit.toml_frontend import (CASE_KEYS, CATALOG_KEYS, EMIT_KEYS, EXPECT_KEYS, EXTRACTOR_KEYS, FAMILY_KEYS,
+from rulekit.rules.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
+from rulekit.rules.toml_frontend import (CASE_KEYS, CATALOG_KEYS, EMIT_KEYS, EXPECT_KEYS, EXTRACTOR_KEYS, FAMILY_KEYS,
                                    OBS_KEYS, OUTCOME_RULE_KEYS, SYMPTOM_KEYS, TEMPLATE_KEYS, TEST_KEYS, TOP_KEYS)
 from rulekit_lsp.features import CompletionEntry
 from rulekit_lsp.workspace import Corpus, file_kind

@@ -20,7 +20,7 @@ def whole(path: str, text: str) -> Span:
 
 def format_document(path: str, text: str) -> list[Edit]:
     """One whole-document edit when the formatter changes the text, else none."""
-    from rulekit import dsl
+    from rulekit.rules import dsl
 
     kind = file_kind(path)
     try:

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from rulekit.codes import CODES
 from rulekit.diagnostics import Span
-from rulekit.model import FilterPriority, RefinerPriority, RuleKind, stratum_of
+from rulekit.rules.model import FilterPriority, RefinerPriority, RuleKind, stratum_of
 from rulekit_lsp.features import HoverResult
 from rulekit_lsp.occurrences import RULE, SYMPTOM
 from rulekit_lsp.workspace import Corpus
@@ -157,7 +157,7 @@ def _inside(s: Span, line: int, col: int) -> bool:
 def regex_analysis(pattern: str):
     """The acceleration structure's analysis of one pattern (None if it cannot be built)."""
     try:
-        from rulekit.accel import Accelerator
+        from rulekit.extract.accel import Accelerator
         return Accelerator([pattern], backend="re2").analysis[0]
     except Exception:  # noqa: BLE001 - an invalid pattern has its own diagnostic
         return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rulekit.engine import RuleEngine
+from rulekit.rules.corpus import RuleEngine
 from rulekit_lsp.features import InlayHint
 from rulekit_lsp.workspace import Corpus
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rulekit.model import EMIT_TYPES, FilterPriority, RefinerPriority
+from rulekit.rules.model import EMIT_TYPES, FilterPriority, RefinerPriority
 from rulekit_lsp.features import Token
 
 KEYWORDS = {"add", "aliases", "all", "any", "anywhere", "at", "author", "captures", "case", "catalog", "collector",

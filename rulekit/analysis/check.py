@@ -1,7 +1,7 @@
 """`check`: load and validate a corpus (TOML, DSL, Python plugins) and return every
 problem at once: syntax, schema, duplicate names (both locations), missing
 dependencies, unregistered or unused symptoms, invalid or RE2-incompatible
-regexes, bad priorities.  The validation itself lives in `rulekit.loader` (one
+regexes, bad priorities.  The validation itself lives in `rulekit.rules.loader` (one
 pass, suppression comments applied); this module only shapes the answer the CLI
 and the language server share.  Pure: no printing, no exit codes.
 """
@@ -13,7 +13,7 @@ from typing import Sequence
 
 from rulekit.config import GlobalConfig
 from rulekit.diagnostics import Diagnostic, Severity
-from rulekit.loader import LoadResult, load_corpus
+from rulekit.rules.loader import LoadResult, load_corpus
 
 
 @dataclass

@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from rulekit.diagnostics import Diagnostic
-from rulekit.engine import RuleEngine
-from rulekit.model import AccumulatorRule, CollectorRule, ExtractorRule
-from rulekit.testing import TestResult
+from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.model import AccumulatorRule, CollectorRule, ExtractorRule
+from rulekit.analysis.testing import TestResult
 
 
 def _unit(rule: Any) -> str:

@@ -21,13 +21,13 @@ from typing import Any
 
 from rulekit.codes import Code, lookup
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
-from rulekit.engine import RuleEngine, applies
-from rulekit.expand import render
-from rulekit.jobdir import JobDir, read_job_dir
-from rulekit.model import SHORT_EMIT, ExtractorRule
-from rulekit.observation import Observation
-from rulekit.regex import compile_pattern
-from rulekit.session import Session
+from rulekit.rules.corpus import RuleEngine, applies
+from rulekit.rules.expand import render
+from rulekit.inputs.jobdir import JobDir, read_job_dir
+from rulekit.rules.model import SHORT_EMIT, ExtractorRule
+from rulekit.inputs.observation import Observation
+from rulekit.extract.regex import compile_pattern
+from rulekit.engine.session import Session
 
 # ---- codes ------------------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ def explain_line(engine: RuleEngine, job_dir: str | Path, file: str, line: int, 
 
 def _priority(engine: RuleEngine, name: str) -> dict[str, Any]:
     """A filter's or refiner's priority as stratum + offset (the order rules run in)."""
-    from rulekit.model import FilterPriority, FilterRule, RefinerPriority, RefinerRule, stratum_of
+    from rulekit.rules.model import FilterPriority, FilterRule, RefinerPriority, RefinerRule, stratum_of
 
     r = engine.by_name.get(name)
     out: dict[str, Any] = {"rule": name, "kind": r.kind.value if r is not None else None}

@@ -1,8 +1,8 @@
 """`lint`: the corpus regex lint.  Rules that overlap or are overly broad make the
 acceleration structure slow and attribution depend on rule order; each finding
 comes with a witness.  The data comes from the acceleration structure itself
-(`rulekit.accel.Accelerator` built over the corpus's patterns and the benign
-sample, and `rulekit.accel_report.pattern_costs`), so lint says what the
+(`rulekit.extract.accel.Accelerator` built over the corpus's patterns and the benign
+sample, and `rulekit.extract.accel_report.pattern_costs`), so lint says what the
 structure actually does.
 
 * RK303 unfilterable-pattern: the accelerator chose no key literal (none of >= 3
@@ -40,20 +40,20 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from rulekit import literals as L
+from rulekit.extract import literals as L
 from rulekit.analysis import overlap as OV
 from rulekit.analysis.coverage import run_coverage, static_coverage
 from rulekit.analysis.settings import settings as default_settings
 from rulekit.diagnostics import Diagnostic, Related, Span
-from rulekit.loader import LoadResult, apply_suppressions
-from rulekit.model import AccumulatorRule, ExtractorRule
-from rulekit.regex import check_pattern, compile_pattern
+from rulekit.rules.loader import LoadResult, apply_suppressions
+from rulekit.rules.model import AccumulatorRule, ExtractorRule
+from rulekit.extract.regex import check_pattern, compile_pattern
 
 Rule = ExtractorRule | AccumulatorRule
 
 
 def _default_sample() -> bytes:
-    from rulekit.accel import default_sample
+    from rulekit.extract.accel import default_sample
 
     return default_sample()
 
@@ -139,7 +139,7 @@ def sample_lines(sample: bytes) -> list[str]:
 
 
 def scan_sample(rules: Sequence[Rule], acc: Any, sample: bytes, extra_lines: Sequence[str] = ()) -> SampleScan:
-    from rulekit.scan import iter_lines
+    from rulekit.extract.scan import iter_lines
 
     if sample and not sample.endswith(b"\n"):
         sample += b"\n"
@@ -172,7 +172,7 @@ def broad_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any]
 def cost_checks(rules: Sequence[Rule], sample: bytes, cfg: Mapping[str, Any]) -> list[Diagnostic]:
     """RK308: each rule run alone on every sample line (`accel_report.pattern_costs`),
     the fastest of `cost_repeats` runs, against the budget."""
-    from rulekit.accel_report import pattern_costs
+    from rulekit.extract.accel_report import pattern_costs
 
     budget = cfg["cost_budget_ms_per_mb"]
     if budget <= 0 or not sample:
@@ -354,7 +354,7 @@ def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[s
     rules = _lint_rules(load)
     diags: list[Diagnostic] = []
     if rules:
-        from rulekit.accel import Accelerator
+        from rulekit.extract.accel import Accelerator
 
         acc = Accelerator([r.match_re for r in rules], sample=data)
         extra = [t.line for r in rules for t in r.tests]

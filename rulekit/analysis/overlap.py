@@ -1,7 +1,7 @@
 """Exact overlap and shadowing of two rule regexes (RK306 / RK307 witnesses).
 
 Both patterns are compiled from Python's parse tree (`re._parser`, the same
-reader `rulekit.literals` uses) into NFAs over code-point intervals with RE2's
+reader `rulekit.extract.literals` uses) into NFAs over code-point intervals with RE2's
 semantics for the constructs rule patterns use: literals, classes (`\\d \\w \\s`
 are ASCII, as in RE2), `.`, alternation, groups, `?` `*` `+` `{m,n}`, `(?i)`,
 `^`, `$`, `\\b`, `\\B`.  Lines never contain a newline.

@@ -1,7 +1,7 @@
 """Running a corpus's tests for `rulekit test`, the pytest plugin and `lint`'s
 coverage: selection (`-k`), the example-job folder default, a readable
 expected-vs-actual diff per failure, and a run that never stops at the first
-failure.  The test semantics themselves are `rulekit.testing`'s; this module
+failure.  The test semantics themselves are `rulekit.analysis.testing`'s; this module
 only selects, runs and describes.  No printing.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from rulekit.engine import RuleEngine
-from rulekit.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest
-from rulekit.testing import TestResult, find_examples, run_example, run_job_test, run_line_test
+from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest
+from rulekit.analysis.testing import TestResult, find_examples, run_example, run_job_test, run_line_test
 
 
 @dataclass(frozen=True)

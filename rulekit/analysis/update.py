@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from rulekit.testing import TestResult
+from rulekit.analysis.testing import TestResult
 
 
 @dataclass

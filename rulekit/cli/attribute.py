@@ -22,7 +22,7 @@ from rich.markup import escape
 from rulekit.cli.app import app
 from rulekit.cli.render import print_diagnostics
 from rulekit.diagnostics import RulekitError, Severity
-from rulekit.loader import load_corpus
+from rulekit.rules.loader import load_corpus
 
 PROGRESS_MIN_BYTES = 32 << 20
 
@@ -65,7 +65,7 @@ def _attribute_pool(engine, rules: list[Path] | None, job_dirs: list[Path], work
 
 
 def _attribute_one(job_dir: str) -> dict[str, Any]:
-    from rulekit.jobdir import attribute_dir
+    from rulekit.engine.jobrun import attribute_dir
 
     try:
         return attribute_dir(_worker_engine, job_dir)
@@ -112,8 +112,8 @@ def attribute(
 
 
 def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, Any]:
-    from rulekit.jobdir import read_job_dir
-    from rulekit.session import Session
+    from rulekit.inputs.jobdir import read_job_dir
+    from rulekit.engine.session import Session
 
     try:
         jd = read_job_dir(job_dir)

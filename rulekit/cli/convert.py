@@ -1,6 +1,6 @@
 """`rulekit convert FILE --to dsl|toml [-o OUT]`: TOML rule files <-> the DSL.
 
-A thin layer over `rulekit.dsl.toml_to_dsl` / `dsl_to_toml`: prints the result
+A thin layer over `rulekit.rules.dsl.toml_to_dsl` / `dsl_to_toml`: prints the result
 (or writes OUT).  Input with errors is reported as diagnostics, exit 1; an
 unreadable file exits 2.
 """
@@ -23,7 +23,7 @@ def convert_command(
     out: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
 ) -> None:
     """Convert a TOML rule file to the DSL, or a DSL file to TOML (filters, refiners and collectors stay DSL-only)."""
-    from rulekit.dsl import dsl_to_toml, toml_to_dsl
+    from rulekit.rules.dsl import dsl_to_toml, toml_to_dsl
 
     target = to.lower()
     if target not in ("dsl", "toml"):

@@ -20,7 +20,7 @@ from rulekit.cli._common import check_format, check_paths_exist
 from rulekit.cli.app import app
 from rulekit.cli.render import print_diagnostics
 from rulekit.diagnostics import RulekitError, Severity
-from rulekit.loader import load_corpus
+from rulekit.rules.loader import load_corpus
 
 
 def render_code(c: Any) -> str:

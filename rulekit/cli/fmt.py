@@ -1,6 +1,6 @@
 """`rulekit fmt [PATHS] [--check]`: format `.rule` DSL files and TOML rule files.
 
-A thin layer over `rulekit.dsl.format_dsl` / `format_toml`: reads the files,
+A thin layer over `rulekit.rules.dsl.format_dsl` / `format_toml`: reads the files,
 writes back the ones that change (or, with `--check`, only lists them and exits
 1).  A `.rule` file with syntax errors is reported and left alone.  Exit 2 when a
 path cannot be read.
@@ -36,7 +36,7 @@ def fmt_command(
     check: bool = typer.Option(False, "--check", help="Only report files that would change; exit 1 if any."),
 ) -> None:
     """Format rule files: `.rule` (canonical DSL layout) and `.toml` (through tomlkit); comments are kept."""
-    from rulekit.dsl import format_dsl, format_toml, parse_ast
+    from rulekit.rules.dsl import format_dsl, format_toml, parse_ast
 
     changed: list[Path] = []
     problems: list[Diagnostic] = []

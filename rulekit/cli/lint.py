@@ -21,7 +21,7 @@ from rulekit.cli._common import check_format, check_paths_exist, write_output
 from rulekit.cli.app import app
 from rulekit.cli.render import exit_code, print_diagnostics, render_diagnostics
 from rulekit.diagnostics import Severity
-from rulekit.loader import bundled_rules_path, load_corpus
+from rulekit.rules.loader import bundled_rules_path, load_corpus
 
 
 @app.command()

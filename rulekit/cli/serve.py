@@ -4,7 +4,7 @@ At start-up it loads the corpus once and runs the corpus's inline tests (a
 failing test stops the start unless --no-self-test).  Endpoints:
   GET  /v1/health     -> {"status": "ok", "rules": N, "symptoms": N}
   GET  /v1/symptoms   -> the symptom registry
-  POST /v1/attribute  -> rulekit.service.attribute_payload (400 with a message on a bad payload)
+  POST /v1/attribute  -> rulekit.service.payload.attribute_payload (400 with a message on a bad payload)
 Rules are never uploaded over the API.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ MAX_BODY = 256 << 20
 
 
 def make_server(engine: Any, host: str, port: int) -> ThreadingHTTPServer:
-    from rulekit.service import PayloadError, attribute_payload
+    from rulekit.service.payload import PayloadError, attribute_payload
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, body: Any) -> None:
@@ -78,7 +78,7 @@ def serve(
 ) -> None:
     """Serve attribution over HTTP (POST /v1/attribute)."""
     from rulekit.cli.attribute import _load
-    from rulekit.testing import run_inline_tests
+    from rulekit.analysis.testing import run_inline_tests
 
     engine = _load(rules)
     if self_test:

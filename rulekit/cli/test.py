@@ -23,7 +23,7 @@ from rulekit.cli.app import app
 from rulekit.cli.formats import display_path, junit, relativize
 from rulekit.cli.render import format_summary, format_text, print_diagnostics
 from rulekit.diagnostics import Severity
-from rulekit.loader import bundled_rules_path, load_corpus
+from rulekit.rules.loader import bundled_rules_path, load_corpus
 
 
 @app.command("test")

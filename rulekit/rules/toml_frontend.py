@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rulekit.diagnostics import Diagnostic, Span
-from rulekit.expand import expand_catalog_pattern, substitute_params
-from rulekit.model import (
+from rulekit.rules.expand import expand_catalog_pattern, substitute_params
+from rulekit.rules.model import (
     EMIT_TYPES,
     Emit,
     ExtractorRule,
@@ -466,7 +466,7 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
             requires=ctx.str_list(tbl, "requires", reg, what), tests=(), origin=f"catalog:{cname}",
             lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
     # Catalog-level tests are kept on the first expanded rule; the test runner runs a
-    # test of a catalog rule through every rule of that catalog (see rulekit.testing).
+    # test of a catalog rule through every rule of that catalog (see rulekit.analysis.testing).
     if out and tests:
         from dataclasses import replace
 

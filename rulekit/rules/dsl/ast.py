@@ -1,6 +1,6 @@
 """The typed AST of the rule DSL: plain dataclasses, a `Span` on every node.
 
-Produced by `rulekit.dsl.parser` from Lark's parse tree (no Lark type ever
+Produced by `rulekit.rules.dsl.parser` from Lark's parse tree (no Lark type ever
 appears here), consumed by the compiler (-> rule model), the formatter and the
 language server.  No parsing, no semantics, no I/O.
 """

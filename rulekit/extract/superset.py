@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rulekit import literals as L
+from rulekit.extract import literals as L
 
 # One non-ASCII character of the decoded line: a multi-byte UTF-8 character, or one
 # U+FFFD that replaced an invalid byte or a truncated sequence (1-3 bytes >= 0x80).

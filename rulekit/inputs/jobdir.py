@@ -1,4 +1,4 @@
-"""The job directory reader (DESIGN.md): job.toml, applog/*.log, syslog/<node>.log,
+"""The job directory reader (README, "The job directory"): job.toml, applog/*.log, syslog/<node>.log,
 observations.jsonl -> a JobInfo, the observations to ingest, and notes.
 
 Missing pieces are fine; unknown files are noted (RK504), never fatal; bad
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
-from rulekit.jobinfo import (
+from rulekit.inputs.jobinfo import (
     SLURM_STATES,
     ExecutionCancellation,
     JobInfo,
@@ -23,8 +23,8 @@ from rulekit.jobinfo import (
     JobInfoError,
     SchedulerFailure,
 )
-from rulekit.observation import Observation
-from rulekit.toml_frontend import toml_error_span
+from rulekit.inputs.observation import Observation
+from rulekit.rules.toml_frontend import toml_error_span
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
 KNOWN_TOP = {"job.toml", "applog", "syslog", "observations.jsonl", "expected.json", "README.md", "generate.py"}
@@ -202,17 +202,3 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 lines = [f"{rec['timestamp']} {x}" if not x.startswith(rec["timestamp"]) else x for x in lines]
             current.lines.extend(lines)
     return out, diags
-
-
-def attribute_dir(engine: Any, job_dir: str | Path, progress: Callable[[int], None] | None = None,
-                  with_trace: bool = False) -> dict[str, Any]:
-    """Read and attribute one job directory with a built engine (raises RulekitError on bad input)."""
-    from rulekit.session import Session
-
-    jd = read_job_dir(job_dir)
-    with Session(engine, jd.job) as s:
-        s.ingest_batch(jd.observations, progress)
-        result = s.attribute(with_trace=with_trace)
-    if jd.notes:
-        result["notes"] = [d.to_dict() for d in jd.notes]
-    return result

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from rulekit.model import EMIT_TYPES, EventSpec, EventType
+from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);

@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from rulekit.diagnostics import RulekitError
-from rulekit.engine import RuleEngine
-from rulekit.jobinfo import ExecutionCancellation, JobInfoBuilder, SchedulerFailure
-from rulekit.observation import Observation
-from rulekit.session import Session
+from rulekit.rules.corpus import RuleEngine
+from rulekit.inputs.jobinfo import ExecutionCancellation, JobInfoBuilder, SchedulerFailure
+from rulekit.inputs.observation import Observation
+from rulekit.engine.session import Session
 
 
 class PayloadError(ValueError):

@@ -59,7 +59,7 @@ def parse(pattern: str):
     """Python's parse tree of `pattern`, or None when Python cannot parse it
     (RE2-only syntax such as `\\pL`) or would read it differently from RE2
     (`[[:alpha:]]`, `x{,3}`)."""
-    from rulekit.regex import python_divergence, python_parse
+    from rulekit.extract.regex import python_divergence, python_parse
 
     if python_divergence(pattern) is not None:
         return None

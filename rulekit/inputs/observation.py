@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
 
-from rulekit.scan import CHUNK_SIZE, iter_chunks
+from rulekit.extract.scan import CHUNK_SIZE, iter_chunks
 
 
 @dataclass

@@ -4,7 +4,7 @@ A scanner takes a chunk of bytes that ends at a line boundary and returns every
 (line_start, line_end, pattern_index, captures) hit, with the semantics of the
 naive loop: for each line (split on b"\\n", one trailing b"\\r" removed, decoded
 as UTF-8 with replacement), for each pattern, `pattern.search(line)`.
-`make_scanner` picks the fast acceleration structure (rulekit.accel); the
+`make_scanner` picks the fast acceleration structure (rulekit.extract.accel); the
 `NaiveScanner` here is the reference it is tested against.  No file I/O beyond
 reading the stream it is given.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Iterator, Protocol, Sequence
 
-from rulekit.regex import compile_pattern
+from rulekit.extract.regex import compile_pattern
 
 CHUNK_SIZE = 4 << 20
 
@@ -75,12 +75,12 @@ class NaiveScanner:
 
 
 def make_scanner(patterns: Sequence[str], sample: bytes | None = None, backend: str | None = None) -> Scanner:
-    """The scanner extraction uses: the acceleration structure (rulekit.accel).
+    """The scanner extraction uses: the acceleration structure (rulekit.extract.accel).
 
     `backend` (default: the RULEKIT_SCANNER environment variable, else "auto")
     forces an implementation for tests and benchmarks: "naive", "re2",
     "hyperscan" or "auto" (Hyperscan when installed, else pyre2 + Aho-Corasick)."""
-    from rulekit.accel import Accelerator, forced_backend
+    from rulekit.extract.accel import Accelerator, forced_backend
 
     choice = (backend or forced_backend()).lower()
     if choice == "naive":

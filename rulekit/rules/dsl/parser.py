@@ -1,4 +1,4 @@
-"""DSL text -> typed AST (`rulekit.dsl.ast`) + syntax Diagnostics (RK003).
+"""DSL text -> typed AST (`rulekit.rules.dsl.ast`) + syntax Diagnostics (RK003).
 
 Loads `grammar/rulekit.lark` (packaged as `rulekit.grammar`) once, parses with
 LALR, and turns the Lark tree into AST dataclasses so no Lark type leaves this
@@ -21,7 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.lexer import PatternStr
 
 from rulekit.diagnostics import Diagnostic, Span
-from rulekit.dsl import ast as A
+from rulekit.rules.dsl import ast as A
 
 TOP_KEYWORDS = ("author", "symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner",
                 "collector", "case")
@@ -45,7 +45,7 @@ def grammar_text() -> str:
     try:
         return resources.files("rulekit.grammar").joinpath("rulekit.lark").read_text(encoding="utf-8")
     except (ModuleNotFoundError, FileNotFoundError):  # running from a source tree without the package mapping
-        return (Path(__file__).resolve().parents[2] / "grammar" / "rulekit.lark").read_text(encoding="utf-8")
+        return (Path(__file__).resolve().parents[3] / "grammar" / "rulekit.lark").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)

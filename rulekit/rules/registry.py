@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from rulekit.model import OutcomeRule, Symptom
+from rulekit.rules.model import OutcomeRule, Symptom
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,9 @@ from typing import Sequence
 
 import ahocorasick_rs
 
-from rulekit import literals as L
-from rulekit.accel_superset import raw_gate_form, superset_of
-from rulekit.regex import MAX_MEM, compile_big, compile_pattern
+from rulekit.extract import literals as L
+from rulekit.extract.superset import raw_gate_form, superset_of
+from rulekit.extract.regex import MAX_MEM, compile_big, compile_pattern
 
 try:  # optional extra: pip install rulekit[hyperscan]
     import hyperscan as _hs

@@ -8,7 +8,7 @@ what it touched in the trace:
 3. Refinement — SCRUB per node, aggregate, FINAL job-wide, back-propagate to the
    bad-node events, outcome mapping, POST_OUTCOME.
 4. Collection — collectors return JSON-able values.
-5. Reporting — the result JSON of DESIGN.md with its evidence trail.
+5. Reporting — the result JSON (`docs/architecture.md`) with its evidence trail.
 
 A rule that raises does not stop attribution: the error is reported in the result.
 """
@@ -18,11 +18,11 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from rulekit.engine import RuleEngine, ScanPlan
-from rulekit.expand import render
-from rulekit.jobinfo import JobInfo
-from rulekit.linectx import line_context
-from rulekit.model import (
+from rulekit.rules.corpus import RuleEngine, ScanPlan
+from rulekit.rules.expand import render
+from rulekit.inputs.jobinfo import JobInfo
+from rulekit.extract.linectx import line_context
+from rulekit.rules.model import (
     EMIT_TYPES,
     AccumulatorRule,
     EventSpec,
@@ -31,11 +31,11 @@ from rulekit.model import (
     RefinerPriority,
     stratum_of,
 )
-from rulekit.observation import Observation
-from rulekit.refine import OutcomeDecision, SymptomSet, decide_outcome
-from rulekit.registry import SymptomRegistry
-from rulekit.scan import decode_line
-from rulekit.store import Event, EventManager, EventStream, TraceEntry
+from rulekit.inputs.observation import Observation
+from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
+from rulekit.rules.registry import SymptomRegistry
+from rulekit.extract.scan import decode_line
+from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
 # ---- contexts handed to rules -----------------------------------------------------------
 
@@ -237,7 +237,7 @@ class _ActiveAccumulator:
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
-        from rulekit.linectx import rank_of
+        from rulekit.extract.linectx import rank_of
 
         n = len(chunk)
         while pos < n and not self.done:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterable
 
-from rulekit.engine import RuleEngine
-from rulekit.jobinfo import JobInfo
-from rulekit.observation import Observation
-from rulekit.phases import (
+from rulekit.rules.corpus import RuleEngine
+from rulekit.inputs.jobinfo import JobInfo
+from rulekit.inputs.observation import Observation
+from rulekit.engine.phases import (
     AttributionState,
     CollectionPhase,
     ExtractionPhase,
@@ -22,7 +22,7 @@ from rulekit.phases import (
     RefinementPhase,
     ReportPhase,
 )
-from rulekit.store import EventManager, TraceEntry
+from rulekit.engine.store import EventManager, TraceEntry
 
 _counter = itertools.count(1)
 

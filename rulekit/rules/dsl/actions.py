@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable
 
-from rulekit.dsl import ast as A
-from rulekit.expand import render
-from rulekit.model import EventSpec
+from rulekit.rules.dsl import ast as A
+from rulekit.rules.expand import render
+from rulekit.rules.model import EventSpec
 
 Matcher = Callable[[Any], bool]
 

@@ -2,8 +2,8 @@
 
 Compiles each declaration into the same IR the TOML front-end and Python
 plugins produce: symptoms, outcome rules, extractors (families and catalogs
-expanded with `rulekit.expand`, exactly as in TOML), declarative filters /
-refiners / collectors (closures from `rulekit.dsl.actions`, the AST node kept in
+expanded with `rulekit.rules.expand`, exactly as in TOML), declarative filters /
+refiners / collectors (closures from `rulekit.rules.dsl.actions`, the AST node kept in
 `decl`) and job-level test cases.  Reports only file-local problems with the
 TOML codes (RK101-RK108); cross-file checks (names, symptoms, regexes) are the
 loader's.  Never raises on user input.
@@ -14,10 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from rulekit.diagnostics import Diagnostic, Span
-from rulekit.dsl import actions
-from rulekit.dsl import ast as A
-from rulekit.expand import expand_catalog_pattern, substitute_params, template_names
-from rulekit.model import (
+from rulekit.rules.dsl import actions
+from rulekit.rules.dsl import ast as A
+from rulekit.rules.expand import expand_catalog_pattern, substitute_params, template_names
+from rulekit.rules.model import (
     EMIT_TYPES,
     OUTCOMES,
     CollectorRule,

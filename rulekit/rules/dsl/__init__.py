@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Iterable
 
 from rulekit.diagnostics import Diagnostic
-from rulekit.dsl import ast
-from rulekit.dsl.ast import Module
-from rulekit.dsl.compiler import compile_module
-from rulekit.dsl.parser import expected_at, parse_ast
-from rulekit.model import RuleSet
+from rulekit.rules.dsl import ast
+from rulekit.rules.dsl.ast import Module
+from rulekit.rules.dsl.compiler import compile_module
+from rulekit.rules.dsl.parser import expected_at, parse_ast
+from rulekit.rules.model import RuleSet
 
 __all__ = ["parse_file", "parse_ast", "expected_at", "check_references", "format_dsl", "format_toml", "toml_to_dsl",
            "dsl_to_toml", "Module", "ast"]
@@ -57,24 +57,24 @@ def check_references(ruleset: RuleSet, known_rule_names: Iterable[str]) -> list[
 
 
 def format_dsl(text: str, path: str = "<dsl>") -> str:
-    from rulekit.dsl.fmt import format_dsl as f
+    from rulekit.rules.dsl.fmt import format_dsl as f
 
     return f(text, path)
 
 
 def format_toml(text: str) -> str:
-    from rulekit.dsl.fmt import format_toml as f
+    from rulekit.rules.dsl.fmt import format_toml as f
 
     return f(text)
 
 
 def toml_to_dsl(text: str, path: str = "<toml>") -> str:
-    from rulekit.dsl.convert import toml_to_dsl as f
+    from rulekit.rules.dsl.convert import toml_to_dsl as f
 
     return f(text, path)
 
 
 def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
-    from rulekit.dsl.convert import dsl_to_toml as f
+    from rulekit.rules.dsl.convert import dsl_to_toml as f
 
     return f(text, path)

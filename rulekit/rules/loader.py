@@ -25,9 +25,9 @@ from typing import Callable, Iterable, Sequence
 
 from rulekit.config import GlobalConfig
 from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors
-from rulekit.engine import RuleEngine
-from rulekit.expand import template_names
-from rulekit.model import (
+from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.expand import template_names
+from rulekit.rules.model import (
     OUTCOMES,
     AccumulatorRule,
     CollectorRule,
@@ -40,10 +40,10 @@ from rulekit.model import (
     RuleSet,
     stratum_of,
 )
-from rulekit.plugin import _ACTIVE, PluginSink
-from rulekit.regex import check_pattern, group_names
-from rulekit.registry import SymptomRegistry
-from rulekit.toml_frontend import parse_job_tests, parse_rules
+from rulekit.rules.plugins import _ACTIVE, PluginSink
+from rulekit.extract.regex import check_pattern, group_names
+from rulekit.rules.registry import SymptomRegistry
+from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
 
 RULE_SUFFIXES = (".toml", ".rule", ".py")
 
@@ -51,8 +51,8 @@ RULE_SUFFIXES = (".toml", ".rule", ".py")
 def bundled_rules_path() -> Path:
     """The package's bundled rules folder: `rulekit/bundled_rules` inside an installed
     wheel, `bundled_rules/` beside the package in a source checkout (editable install)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "bundled_rules", here.parent / "bundled_rules"):
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "bundled_rules", package.parent / "bundled_rules"):
         if candidate.is_dir():
             return candidate
     return Path(str(resources.files("rulekit.bundled_rules")))
@@ -319,7 +319,7 @@ class RuleLoader:
         if f.suffix == ".toml":
             rs, diags = parse_rules(text, str(f))
         elif f.suffix == ".rule":
-            from rulekit import dsl
+            from rulekit.rules import dsl
 
             rs, diags = dsl.parse_file(text, str(f))
         elif f.suffix == ".py":
@@ -348,7 +348,7 @@ class RuleLoader:
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
         self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
-        dsl_mod = sys.modules.get("rulekit.dsl")
+        dsl_mod = sys.modules.get("rulekit.rules.dsl")
         if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
             self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
         self.diagnostics = apply_suppressions(self.diagnostics, self.texts)

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
-from rulekit.engine import RuleEngine
-from rulekit.jobdir import attribute_dir, read_job_dir
-from rulekit.jobinfo import JobInfo, JobInfoBuilder
-from rulekit.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest
-from rulekit.observation import Observation
-from rulekit.phases import ExtractionPhase
-from rulekit.session import Session
-from rulekit.store import EventManager
+from rulekit.rules.corpus import RuleEngine
+from rulekit.engine.jobrun import attribute_dir
+from rulekit.inputs.jobdir import read_job_dir
+from rulekit.inputs.jobinfo import JobInfo, JobInfoBuilder
+from rulekit.rules.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest
+from rulekit.inputs.observation import Observation
+from rulekit.engine.phases import ExtractionPhase
+from rulekit.engine.session import Session
+from rulekit.engine.store import EventManager
 
 __all__ = ["TestResult", "run_line_test", "run_inline_tests", "run_job_tests", "run_examples", "compare_expect",
            "attribute_dir", "run_all"]

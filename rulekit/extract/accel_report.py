@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from rulekit.accel import Accelerator, PatternAnalysis, default_sample
-from rulekit.regex import compile_pattern
-from rulekit.scan import iter_lines
+from rulekit.extract.accel import Accelerator, PatternAnalysis, default_sample
+from rulekit.extract.regex import compile_pattern
+from rulekit.extract.scan import iter_lines
 
 BROAD_RATE = 0.001  # confirmed matches on more than 0.1 % of benign lines
 COST_BUDGET = 0.05  # seconds per MiB of log for one rule run alone (~20 MiB/s)

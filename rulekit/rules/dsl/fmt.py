@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import tomllib
 
-from rulekit.dsl import ast as A
-from rulekit.dsl.parser import decode_regex, parse_ast
+from rulekit.rules.dsl import ast as A
+from rulekit.rules.dsl.parser import decode_regex, parse_ast
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(\[[^\]\s\"]*\])?")
 KEYWORDS = frozenset("""

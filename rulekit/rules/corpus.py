@@ -3,7 +3,7 @@
 Rules by phase (extractors, accumulators, filters and refiners in priority
 order, collectors), the symptom registry, compiled patterns and one scanner
 (acceleration structure) per (source, format) combination, built on first use
-and cached.  Built only by `rulekit.loader`; holds no per-job state.
+and cached.  Built only by `rulekit.rules.loader`; holds no per-job state.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from rulekit.config import GlobalConfig
-from rulekit.model import (
+from rulekit.rules.model import (
     AccumulatorRule,
     CollectorRule,
     ExtractorRule,
@@ -21,8 +21,8 @@ from rulekit.model import (
     Rule,
     RuleSet,
 )
-from rulekit.registry import SymptomRegistry
-from rulekit.scan import Scanner, make_scanner
+from rulekit.rules.registry import SymptomRegistry
+from rulekit.extract.scan import Scanner, make_scanner
 
 
 @dataclass(frozen=True)

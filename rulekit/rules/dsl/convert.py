@@ -14,9 +14,9 @@ import tomllib
 from typing import Any
 
 from rulekit.diagnostics import RulekitError, Severity, Span
-from rulekit.dsl import ast as A
-from rulekit.dsl.fmt import regex_literal, render_module
-from rulekit.dsl.parser import parse_ast
+from rulekit.rules.dsl import ast as A
+from rulekit.rules.dsl.fmt import regex_literal, render_module
+from rulekit.rules.dsl.parser import parse_ast
 
 G = Span("<generated>", 0, 0, 0, 0)
 
@@ -125,7 +125,7 @@ def _fix_default_expects(clauses: list, emit_type: str) -> list:
 
 def toml_to_dsl(text: str, path: str = "<toml>") -> str:
     """DSL text with the same meaning as a TOML rule file (or `*.test.toml` job-test file)."""
-    from rulekit.toml_frontend import parse_job_tests, parse_rules
+    from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
 
     is_tests = path.endswith(".test.toml")
     diags = (parse_job_tests if is_tests else parse_rules)(text, path)[1]
@@ -199,7 +199,7 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
 
 
 def _word(v: str) -> A.Name | A.Str:
-    from rulekit.dsl.fmt import _NAME
+    from rulekit.rules.dsl.fmt import _NAME
 
     return _n(v) if _NAME.fullmatch(v) else _s(v)
 
@@ -210,7 +210,7 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
     """TOML text for the declarations of a `.rule` file that TOML can express."""
     import tomlkit
 
-    from rulekit.dsl import parse_file
+    from rulekit.rules.dsl import parse_file
 
     module, _ = parse_ast(text, path)
     diags = parse_file(text, path)[1]

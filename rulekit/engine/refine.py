@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from rulekit.registry import SymptomRegistry
-from rulekit.store import TraceEntry
+from rulekit.rules.registry import SymptomRegistry
+from rulekit.engine.store import TraceEntry
 
 
 @dataclass
