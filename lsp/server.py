@@ -28,7 +28,8 @@ log = logging.getLogger("rulekit_lsp")
 class RulekitLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("rulekit-lsp", __version__)
-        self.ws = Workspace()
+        self.ws = Workspace(defer_plugins=True)  # plugins are probed off the event loop (probe_plugins)
+        self.probing: set[int] = set()  # corpora whose plugins are being probed
         self.settings = Settings()
         self.setting_problems: list[str] = []
         self.pending: dict[str, asyncio.TimerHandle] = {}
@@ -91,6 +92,10 @@ class RulekitLanguageServer(LanguageServer):
     def publish(self, corpus: Corpus, force: str | None = None) -> None:
         """Publish every file whose diagnostics changed (an edit can change other
         files'), and always the file `force` (just opened or edited)."""
+        if corpus.awaiting and id(corpus) not in self.probing:
+            self.spawn(self.probe_plugins(corpus))
+        if corpus.initial_pending:
+            return  # its plugins are still being probed: publishing now would show false RK203s
         by_file = corpus.diagnostics_by_file()
         url = self.settings.code_docs_url
         for path, diags in by_file.items():
@@ -152,6 +157,40 @@ class RulekitLanguageServer(LanguageServer):
 
         threading.Thread(target=work, daemon=True, name="rulekit-lsp-job").start()
         return fut
+
+    async def probe_plugins(self, corpus: Corpus) -> None:
+        """Import the corpus's unverified plugins in a child process (rulekit.rules.sandbox,
+        bounded by the plugin time limit) in a background thread, then execute the ones
+        that passed here and republish: a plugin that never returns cannot stop the
+        server answering."""
+        from rulekit.rules import sandbox
+
+        key = id(corpus)
+        self.probing.add(key)
+        try:
+            while corpus.awaiting:
+                items = dict(corpus.awaiting)
+                timeout = self.settings.plugin_timeout_ms / 1000 if self.settings.plugin_timeout_ms else None
+                try:
+                    await self.background(lambda: sandbox.probe_plugins(list(items.items()), timeout))
+                except Exception:  # noqa: BLE001
+                    self.log_bug("probing plugins")
+                    return
+                for path, text in items.items():
+                    if corpus.awaiting.get(path) == text:
+                        del corpus.awaiting[path]
+                    st = corpus.files.get(path)
+                    if st is not None and st.text == text:
+                        corpus.update(path, text, st.version, execute=True)
+        finally:
+            self.probing.discard(key)
+        corpus.initial_pending = False
+        if corpus not in self.ws.corpora:
+            return
+        self.publish(corpus)
+        self.after_edit(corpus, None)
+        if self.settings.run_tests_on_change:
+            self.spawn(self.run_tests(corpus, corpus.test_job(paths=list(items), jobs=True)))
 
     async def run_tests(self, corpus: Corpus, job) -> dict[str, Any]:
         lock = self.test_locks.setdefault(id(corpus), asyncio.Lock())
@@ -526,7 +565,20 @@ async def cmd_run_all_tests(ls: RulekitLanguageServer, *args: Any) -> dict[str, 
 def main(argv: list[str] | None = None) -> None:
     """Start on stdio (default) or TCP; logs go to stderr, never stdout."""
     logging.basicConfig(level=logging.WARNING)
-    server.start_io()
+    start_stdio()
+
+
+def start_stdio() -> None:
+    """Serve on stdio with the protocol on a private copy of fd 1: fd 1 itself (and
+    sys.stdout) then point at stderr, so nothing else that writes to stdout (a
+    plugin, a C library, a child process) can corrupt the protocol stream."""
+    import os
+    import sys
+
+    proto = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    server.start_io(sys.stdin.buffer, proto)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ class Settings:
     lint_config: str | None = None
     # folder names whose *.log files get "which rule matched" inlay hints
     example_folders: tuple[str, ...] = ("examples",)
+    # time limit for importing each Python rule plugin (probed in a child process); 0: the default (10 s)
+    plugin_timeout_ms: int = 10_000
     # template for codeDescription links ({code} is replaced); empty: no link
     code_docs_url: str = ""
 
@@ -37,7 +39,7 @@ class Settings:
 _ALIASES = {  # camelCase (what editors send) -> field name
     "ruleFolders": "rule_folders", "debounceMs": "debounce_ms", "runTestsOnChange": "run_tests_on_change",
     "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "lintConfig": "lint_config", "exampleFolders": "example_folders",
-    "codeDocsUrl": "code_docs_url",
+    "codeDocsUrl": "code_docs_url", "pluginTimeoutMs": "plugin_timeout_ms",
 }
 
 

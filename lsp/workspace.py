@@ -75,6 +75,7 @@ class FileState:
     module: object | None = None  # DSL AST
     py_tree: ast.AST | None = None
     executed_text: str | None = None  # the Python text last executed
+    executed: tuple[RuleSet, list[Diagnostic]] | None = None  # what executing it gave
     last_good: RuleSet | None = None  # the RuleSet of the last text without a syntax error
 
     @property
@@ -94,9 +95,14 @@ class Analysis:
 
 
 class Corpus:
-    def __init__(self, folders: Iterable[str | Path], settings: Settings | None = None):
+    def __init__(self, folders: Iterable[str | Path], settings: Settings | None = None, defer_plugins: bool = False):
         self.folders = [str(Path(f).resolve()) for f in folders]
         self.settings = settings or Settings()
+        # defer_plugins: a plugin not yet probed (rulekit.rules.sandbox) is not executed
+        # here; it waits in `awaiting` for the server to probe it off the event loop
+        self.defer_plugins = defer_plugins
+        self.awaiting: dict[str, str] = {}  # path -> text to probe
+        self.initial_pending = False  # plugins of the first load still being probed: do not publish yet
         self.files: dict[str, FileState] = {}
         self.folder_diags: list[Diagnostic] = []
         self.analysis: Analysis | None = None
@@ -148,6 +154,7 @@ class Corpus:
                                                             Span(str(f), 1, 1)))
                         continue
                     self.update(str(f), text, execute=True)
+        self.initial_pending = bool(self.awaiting)
 
     def update(self, path: str, text: str, version: int | None = None, execute: bool = False) -> FileState:
         """Re-parse one file (the only work an edit costs besides cross-file validation)."""
@@ -191,17 +198,42 @@ class Corpus:
         except ValueError as e:  # e.g. null bytes
             st.py_tree = None
             syntax = Diagnostic("RK004", f"syntax error in plugin: {e}", Span(st.path, 1, 1, 1, 2))
-        if execute and st.executed_text != st.text:
-            st.ruleset, st.diags = self.execute_plugin(st.path, st.text)
-            st.executed_text = st.text
-        elif st.executed_text != st.text:
-            # not executed since the last change: keep its last rules; report only what static parsing sees
-            st.diags = [syntax] if syntax else [d for d in st.diags if d.code != "RK004" or "syntax" not in d.message]
+        if st.executed is not None and st.executed_text == st.text:
+            # back to the text last executed (an undo, a save of it): its own results, not the interim text's
+            st.ruleset, st.diags = st.executed[0], list(st.executed[1])
+            return
+        if execute:
+            got = self.execute_plugin(st.path, st.text)
+            if got is not None:
+                st.ruleset, st.diags = got
+                st.executed_text, st.executed = st.text, (got[0], list(got[1]))
+                return
+        # not executed since the last change (or waiting for its probe): keep its last
+        # rules; report only what static parsing sees
+        st.diags = [syntax] if syntax else [d for d in st.diags if d.code != "RK004" or "syntax" not in d.message]
+        st.diags += self.plugin_literal_diags(st)
 
-    def execute_plugin(self, path: str, text: str) -> tuple[RuleSet, list[Diagnostic]]:
+    def execute_plugin(self, path: str, text: str) -> tuple[RuleSet, list[Diagnostic]] | None:
+        """Load one plugin as the CLI's loader would: probed in a child process first
+        (unless bundled); None when deferred (see `awaiting`)."""
+        from rulekit.rules import sandbox
+
         folder = Path(path).parent
+        verdict = None
+        if not _loader._is_bundled(folder):
+            timeout = self.settings.plugin_timeout_ms / 1000 if self.settings.plugin_timeout_ms else None
+            verdict = sandbox.cached(path, text, timeout)
+            if verdict is None:
+                if self.defer_plugins:
+                    self.awaiting[path] = text
+                    return None
+                verdict = sandbox.probe_plugins([(path, text)], timeout)[path]
+        self.awaiting.pop(path, None)
         pkg = _loader._package_for(folder)
-        return _loader.exec_plugin(Path(path), pkg, text)
+        return _loader.load_plugin(Path(path), pkg, text, verdict)
+
+    def plugin_literal_diags(self, st: FileState) -> list[Diagnostic]:
+        return []
 
     def _occurrences(self, st: FileState) -> list[Occurrence]:
         try:
@@ -528,8 +560,9 @@ def _looks_like_rules(p: str, text: str | None = None) -> bool:
 
 
 class Workspace:
-    def __init__(self, settings: Settings | None = None):
+    def __init__(self, settings: Settings | None = None, defer_plugins: bool = False):
         self.settings = settings or Settings()
+        self.defer_plugins = defer_plugins
         self.roots: list[str] = []
         self.corpora: list[Corpus] = []
         self._bundled: Corpus | None = None
@@ -547,11 +580,11 @@ class Workspace:
                 if not fp.is_absolute() and self.roots:
                     fp = Path(self.roots[0]) / fp
                 folders.append(str(fp.resolve()))
-            self.corpora.append(Corpus(folders, self.settings))
+            self.corpora.append(Corpus(folders, self.settings, self.defer_plugins))
         else:
             for r in self.roots:
                 for folder in detect_rule_folders(r):
-                    self.corpora.append(Corpus([folder], self.settings))
+                    self.corpora.append(Corpus([folder], self.settings, self.defer_plugins))
         for p, st in open_texts.items():
             self.open(p, st.text, st.version)
 
@@ -560,7 +593,7 @@ class Workspace:
             if c.contains(path):
                 return c
         if create and is_rule_path(path) and Path(path).parent.name != "common":
-            c = Corpus([str(Path(path).parent)], self.settings)
+            c = Corpus([str(Path(path).parent)], self.settings, self.defer_plugins)
             self.corpora.append(c)
             return c
         return None

@@ -53,6 +53,23 @@ Fix: run the file's code and fix the exception shown."""),
 `*.toml`, `*.rule` or `*.py` rule files.
 Why: usually a wrong path; attribution with no rules diagnoses nothing.
 Fix: point at the folder that holds the rule files (not at its parent)."""),
+    _c("RK006", "plugin-timeout", "error", "Importing a Python rule plugin did not finish within the time limit.",
+       """What it does: reports a `.py` rule file whose import was still running when the
+plugin time limit (default 10 s) ran out, at the line it was executing; the file is
+imported in a child process first, so a plugin that never returns cannot hang
+`check`, `test`, `attribute` or the language server.
+Why: a rule file runs at every load; an import that loops or waits on the network
+stops every tool that loads the corpus.
+Example: `while True: pass` at the top level of `zz_loop.py`
+Fix: move slow work out of import time; or raise the limit with
+`rulekit --plugin-timeout SECONDS` / `RULEKIT_PLUGIN_TIMEOUT` / the `pluginTimeoutMs` editor setting."""),
+    _c("RK007", "plugin-output", "info", "A Python rule plugin printed while it was imported.",
+       """What it does: reports what a `.py` rule file wrote to stdout or stderr while it was
+imported; the output is captured, never mixed into rulekit's own output (a JSON report,
+the language server's protocol stream).
+Why: prints at import time are usually leftover debugging.
+Example: `print("loaded")` at the top level of a plugin
+Fix: remove the print, or use `logging`."""),
     # ---- RK1xx: schema -----------------------------------------------------------
     _c("RK101", "unknown-key", "error", "A rule table has a key the schema does not know.",
        """What it does: reports a key that is not part of the rule schema (often a typo).

@@ -32,6 +32,7 @@ def fired() -> dict[str, list]:
 
     add(check_paths([FIX / "check"]).diagnostics)
     add(check_paths([FIX / "empty"]).diagnostics)
+    add(load_corpus([FIX / "plugins"], plugin_timeout=0.5).diagnostics)  # RK006 (a short limit), RK007
     add(load_settings(FIX / "bad_settings.toml")[1])
     settings, bad = load_settings(FIX / "lint_settings.toml")
     assert not bad

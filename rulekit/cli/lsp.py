@@ -12,7 +12,7 @@ from rulekit.cli.app import app
 def lsp(tcp: str = typer.Option(None, "--tcp", metavar="HOST:PORT",
                                 help="listen on TCP instead of stdio, e.g. 127.0.0.1:2087")) -> None:
     """Run the rulekit language server (diagnostics, hover, navigation, tests in the editor)."""
-    from rulekit_lsp.server import server
+    from rulekit_lsp.server import server, start_stdio
 
     if tcp:
         host, sep, port = tcp.rpartition(":")
@@ -21,4 +21,4 @@ def lsp(tcp: str = typer.Option(None, "--tcp", metavar="HOST:PORT",
             raise typer.Exit(2)
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
-        server.start_io()
+        start_stdio()

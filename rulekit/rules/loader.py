@@ -13,10 +13,9 @@ RulekitError carrying all errors at once (what `setup_rules()` uses).
 """
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 import sys
-import traceback
 import types
 from dataclasses import dataclass, field
 from importlib import resources
@@ -41,6 +40,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.rules.plugins import _ACTIVE, PluginSink
+from rulekit.rules import sandbox
 from rulekit.extract.regex import check_pattern, group_names
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
@@ -257,8 +257,11 @@ class LoadResult:
 class RuleLoader:
     """One loading pass over one or more rule folders (or single rule files)."""
 
-    def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None):
+    def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None,
+                 plugin_timeout: float | None = None):
         self.config = config or GlobalConfig()
+        self.plugin_timeout = sandbox.plugin_timeout(plugin_timeout)
+        self._verdicts: dict[str, sandbox.Verdict] = {}
         # unsaved editor buffers: path -> text, used instead of the file on disk
         self.overlay = {str(Path(k).resolve()): v for k, v in (overlay or {}).items()}
         self.ruleset = RuleSet()
@@ -275,8 +278,26 @@ class RuleLoader:
             self._load_path(Path(p))
         return self
 
+    def _probe(self, plugins: list[Path], folder: Path) -> None:
+        """Import the folder's plugins in a child process first (rulekit.rules.sandbox);
+        the bundled corpus ships with rulekit and is trusted."""
+        if not plugins or _is_bundled(folder):
+            return
+        items = []
+        for f in plugins:
+            text = self.overlay.get(str(f.resolve()))
+            if text is None:
+                try:
+                    text = f.read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue  # _read reports it
+            items.append((str(f), text))
+        self._verdicts.update(sandbox.probe_plugins(items, self.plugin_timeout))
+
     def _load_path(self, path: Path) -> None:
         if path.is_file():
+            if path.suffix == ".py":
+                self._probe([path], path.parent)
             self._load_file(path, path.parent)
             return
         if not path.is_dir():
@@ -284,6 +305,7 @@ class RuleLoader:
                                                Span(str(path), 1, 1)))
             return
         files = sorted(f for f in path.iterdir() if f.is_file() and is_rule_file(f))
+        self._probe([f for f in files if f.suffix == ".py"], path)
         if not files and not any(f.name.endswith(".test.toml") for f in path.iterdir()):
             self.diagnostics.append(Diagnostic("RK005", f"`{path}` holds no rule files (*.toml, *.rule, *.py)",
                                                Span(str(path), 1, 1)))
@@ -325,7 +347,7 @@ class RuleLoader:
         elif f.suffix == ".py":
             if folder not in self._packages:
                 self._packages[folder] = _package_for(folder)
-            rs, diags = exec_plugin(f, self._packages[folder], text)
+            rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)))
             self._plugin_texts.append(text)
         else:
             return
@@ -364,11 +386,12 @@ def is_rule_file(f: Path) -> bool:
 
 
 def load_corpus(paths: Sequence[str | Path] | None = None, config: GlobalConfig | None = None,
-                overlay: dict[str, str] | None = None) -> LoadResult:
+                overlay: dict[str, str] | None = None, plugin_timeout: float | None = None) -> LoadResult:
     """Load and validate a corpus, collecting every problem (never raises on user input).
 
-    overlay: path -> text of unsaved buffers (the language server), read instead of disk."""
-    loader = RuleLoader(config, overlay).load_all(paths)
+    overlay: path -> text of unsaved buffers (the language server), read instead of disk.
+    plugin_timeout: seconds each Python plugin's import may take (default: sandbox.plugin_timeout())."""
+    loader = RuleLoader(config, overlay, plugin_timeout).load_all(paths)
     engine = loader.build(strict=False)
     diags = sorted(loader.diagnostics, key=Diagnostic.sort_key)
     return LoadResult(engine, diags, loader.ruleset, loader.files, loader.texts)
@@ -376,45 +399,117 @@ def load_corpus(paths: Sequence[str | Path] | None = None, config: GlobalConfig 
 
 # ---- Python plugins -----------------------------------------------------------------------
 
-def _package_for(folder: Path) -> str:
-    """A synthetic package whose __path__ is the rules folder, so rule modules can do
-    `from .common.x import y`; recreated fresh for every load."""
-    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:12]
-    name = f"_rulekit_rules_{digest}"
-    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-        del sys.modules[mod]
-    pkg = types.ModuleType(name)
-    pkg.__path__ = [str(folder)]  # type: ignore[attr-defined]
-    pkg.__package__ = name
-    sys.modules[name] = pkg
-    return name
+_package_for = sandbox.package_for
 
 
-def exec_plugin(f: Path, pkg: str, text: str) -> tuple[RuleSet, list[Diagnostic]]:
+def _is_bundled(folder: Path) -> bool:
+    try:
+        return folder.resolve() == bundled_rules_path().resolve()
+    except OSError:
+        return False
+
+
+def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None") -> tuple[RuleSet, list[Diagnostic]]:
+    """A plugin file as the probe saw it: an import that timed out, exited or killed
+    the child is reported (and not run here); otherwise it is executed in this process.
+    The probe's captured output becomes a note (RK007)."""
+    diags: list[Diagnostic] = []
+    if verdict is not None and verdict.output.strip():
+        diags.append(_output_note(f, verdict.output))
+    if verdict is not None and verdict.status in ("timeout", "base", "died"):
+        code = "RK006" if verdict.status == "timeout" else "RK004"
+        line = max(1, verdict.line)
+        diags.append(Diagnostic(code, verdict.message, Span(str(f), line, 1, line, 2),
+                                data={"seconds": round(verdict.seconds, 3)} if verdict.status == "timeout" else {}))
+        return RuleSet(files=[str(f)]), diags
+    rs, more = exec_plugin(f, pkg, text, report_output=verdict is None)
+    return rs, diags + more
+
+
+def _output_note(f: Path, output: str) -> Diagnostic:
+    shown = output.strip()
+    return Diagnostic("RK007", f"plugin wrote while it was imported (captured, not shown on rulekit's output): {shown}",
+                      Span(str(f), 1, 1, 1, 2), data={"output": output})
+
+
+class _fd_capture:
+    """Send file descriptors 1 and 2 to a temporary file for the duration (writes that
+    bypass sys.stdout: os.write, C extensions, child processes).  The caller runs
+    on the thread that owns our output, so nothing of ours is caught."""
+
+    def __enter__(self) -> "_fd_capture":
+        import tempfile
+
+        self._data = b""
+        self._saved: list[tuple[int, int]] = []
+        try:
+            self._tmp = tempfile.TemporaryFile()
+            for fd in (1, 2):
+                try:
+                    os.fstat(fd)
+                except OSError:
+                    continue
+                for stream in (sys.__stdout__, sys.__stderr__):
+                    try:
+                        stream.flush()  # type: ignore[union-attr]
+                    except Exception:  # noqa: BLE001 - a closed or absent stream
+                        pass
+                self._saved.append((fd, os.dup(fd)))
+                os.dup2(self._tmp.fileno(), fd)
+        except OSError:
+            self._restore()
+        return self
+
+    def _restore(self) -> None:
+        for fd, saved in self._saved:
+            os.dup2(saved, fd)
+            os.close(saved)
+        self._saved = []
+
+    def __exit__(self, *exc) -> None:
+        self._restore()
+        try:
+            self._tmp.seek(0)
+            self._data = self._tmp.read()
+            self._tmp.close()
+        except (OSError, AttributeError):
+            pass
+
+    def text(self) -> str:
+        return self._data.decode("utf-8", "replace")
+
+
+def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tuple[RuleSet, list[Diagnostic]]:
     """Execute one `.py` rule file (as a module of package `pkg`) with the decorators
-    bound to a fresh sink."""
+    bound to a fresh sink.  Its stdout/stderr writes are captured (a note when
+    report_output); SystemExit and other BaseExceptions (not the user's Ctrl-C)
+    become a diagnostic at the plugin's line."""
+    import contextlib
+    import io
+
     sink = PluginSink(file=str(f))
     token = _ACTIVE.set(sink)
     diags: list[Diagnostic] = []
+    captured = io.StringIO()
     try:
-        code = compile(text, str(f), "exec")
-        module = types.ModuleType(f"{pkg}.{f.stem}")
-        module.__file__ = str(f)
-        module.__package__ = pkg
-        sys.modules[module.__name__] = module
-        exec(code, module.__dict__)
-    except SyntaxError as e:
-        line = e.lineno or 1
-        col = e.offset or 1
-        diags.append(Diagnostic("RK004", f"syntax error in plugin: {e.msg}", Span(str(f), line, col, line, col + 1)))
-    except Exception as e:  # a plugin's own exception: report where it happened in this file
-        line = 1
-        for frame in traceback.extract_tb(e.__traceback__):
-            if frame.filename == str(f):
-                line = frame.lineno or line
-        diags.append(Diagnostic("RK004", f"plugin raised {type(e).__name__}: {e}", Span(str(f), line, 1, line, 2)))
+        with _fd_capture() as raw, contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            code = compile(text, str(f), "exec")
+            module = types.ModuleType(f"{pkg}.{f.stem}")
+            module.__file__ = str(f)
+            module.__package__ = pkg
+            sys.modules[module.__name__] = module
+            exec(code, module.__dict__)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - a plugin's own exception, SystemExit included: report it here
+        msg, line, col = sandbox.describe(e, str(f))
+        end = col + 1 if isinstance(e, SyntaxError) else 2
+        diags.append(Diagnostic("RK004", msg, Span(str(f), line, col, line, end)))
     finally:
         _ACTIVE.reset(token)
+    output = captured.getvalue() + raw.text()
+    if report_output and output.strip():
+        diags.insert(0, _output_note(f, output))
     return RuleSet(rules=sink.rules, symptoms=sink.symptoms, files=[str(f)]), diags
 
 
