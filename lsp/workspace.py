@@ -272,7 +272,7 @@ class Corpus:
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
         diags.extend(_loader.validate(rs, registry, plugin_texts))
         diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
-        diags = _loader.apply_suppressions(diags, texts)
+        diags = _loader.hold_back_follow_ons(_loader.apply_suppressions(diags, texts), texts)
         rules: dict[str, object] = {}
         for r in rs.rules:
             rules.setdefault(r.name, r)

@@ -238,6 +238,17 @@ Fix: check that the logs were copied into the folder."""),
        """What it does: rejects an execution cancellation or allocation failure whose record ID
 does not match, whose identity is missing, or whose timestamp is missing or naive.
 Fix: supply the matching record ID, who cancelled, and a timezone-aware time."""),
+    _c("RK507", "unreadable-job-file", "error", "A file of the job directory cannot be read.",
+       """What it does: reports a log or record file of a job directory that cannot be read
+(permission denied, an I/O error, `job.toml` or `observations.jsonl` that is a folder or a
+pipe); the job is attributed with the evidence that could be read, and the command exits 1.
+Why: a diagnosis made without a log must say so, or an on-call engineer trusts it.
+Fix: fix the file's permissions or replace it with the real file."""),
+    _c("RK508", "odd-job-file", "info", "A job-directory entry was skipped, or ingested with a caveat.",
+       """What it does: notes a folder named like a log (`applog/x.log/`), a FIFO or socket (never
+opened, so a reader cannot block), a symlink loop or dangling link (skipped), and a log holding
+binary data (NUL bytes: ingested, the bytes that are not text replaced).
+Fix: nothing, if the entry is expected; otherwise copy the real log into the folder."""),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}

@@ -14,6 +14,10 @@ from typing import Any
 from rulekit.codes import CODES
 
 
+# a file that cannot be read, parsed or imported: listed before everything else
+ROOT_CODES = frozenset({"RK001", "RK002", "RK003", "RK004", "RK006"})
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
@@ -93,8 +97,11 @@ class Diagnostic:
         return replace(self, span=span)
 
     def sort_key(self) -> tuple:
+        """Errors that stop a file from loading first (what else is wrong may follow
+        from them), then by place."""
         s = self.span
-        return (s.file if s else "", s.line if s else 0, s.col if s else 0, self.code, self.message)
+        return (0 if self.code in ROOT_CODES else 1, s.file if s else "", s.line if s else 0, s.col if s else 0,
+                self.code, self.message)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

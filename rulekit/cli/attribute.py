@@ -3,7 +3,8 @@
 Loads the corpus once, attributes each job directory (in a process pool when
 there are several), and renders the result: readable text by default, the JSON
 contract with `--format json`.  Exit 0 when attribution ran (whatever the
-outcome), 2 with a clear message on bad input or an invalid corpus.
+outcome), 1 when it ran but some evidence could not be read (an RK507 note), 2
+with a clear message on bad input or an invalid corpus.
 """
 from __future__ import annotations
 
@@ -71,6 +72,8 @@ def _attribute_one(job_dir: str) -> dict[str, Any]:
         return attribute_dir(_worker_engine, job_dir)
     except RulekitError as e:
         return {"job_dir": job_dir, "error": str(e)}
+    except OSError as e:  # a file that became unreadable after it was inspected: this job only
+        return {"job_dir": job_dir, "error": f"{e.filename or job_dir}: {e.strerror or e}"}
 
 
 @app.command()
@@ -96,7 +99,10 @@ def attribute(
         results = _attribute_pool(engine, rules, job_dirs, min(workers, len(job_dirs)))
     else:
         for d in job_dirs:
-            results.append(_attribute_in_process(engine, d, explain))
+            try:
+                results.append(_attribute_in_process(engine, d, explain))
+            except OSError as e:  # unreadable after inspection: report it, go on with the next job
+                results.append({"job_dir": str(d), "error": f"{e.filename or d}: {e.strerror or e}"})
     failed = [r for r in results if "error" in r]
     if fmt == "json":
         out = results[0] if len(results) == 1 else results
@@ -109,6 +115,8 @@ def attribute(
             render_text(console, r, explain)
     if failed:
         raise typer.Exit(2)
+    if any(n.get("severity") == "error" for r in results for n in r.get("notes", [])):
+        raise typer.Exit(1)  # attributed, but some evidence could not be read (RK507)
 
 
 def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, Any]:
@@ -151,10 +159,11 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
     console.print(f"Job [bold]{escape(str(r['job_id']))}[/]: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}{amb}")
     root = r.get("root_cause")
     if root:
-        console.print(f"Root cause: [bold]{escape(root['symptom'])}[/] on [bold]{escape(str(root['node']))}[/]"
+        on = f" on [bold]{escape(str(root['node']))}[/]" if root.get("node") else " (job-level)"
+        console.print(f"Root cause: [bold]{escape(root['symptom'])}[/]{on}"
                       f"  (rule {escape(str(root['rule']))})")
         for ev in root.get("evidence", [])[:1]:
-            console.print(f"  {escape(str(ev['source']))}:{ev['line_num']}  {escape(_clip(ev['datum'] or '', 160))}")
+            console.print(f"  {escape(_where(ev))}  {escape(_clip(ev.get('datum') or '', 160))}")
     else:
         console.print("Root cause: none (no bad-node symptom remained)")
     if r.get("tied_symptoms"):
@@ -174,16 +183,24 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
     ev = r.get("evidence", [])
     if ev:
         console.print(f"Evidence ({len(ev)}{' shown, ' + str(r['evidence_omitted']) + ' more' if r.get('evidence_omitted') else ''}):")
-        for e in ev[:25]:
+        shown = ev[:25]
+        sym_w = min(48, max([len(str(e.get("symptom") or "-")) for e in shown] + [10]))
+        node_w = min(40, max([len(str(e.get("node") or "(job)")) for e in shown] + [6]))
+        for e in shown:
             kind = "bad " if e["event_type"].endswith(".bad") else "int "
-            console.print(f"  {kind} {escape(str(e['symptom'])):<34} {escape(str(e['node'])):<10} "
-                          f"{escape(str(e['source']))}:{e['line_num']}  [dim]{escape(str(e['rule']))}[/]")
+            sym = str(e.get("symptom") or "-")
+            node = str(e.get("node") or "(job)")
+            console.print(f"  {kind} {escape(sym.ljust(sym_w))} {escape(node.ljust(node_w))} "
+                          f"{escape(_where(e))}  [dim]{escape(str(e.get('rule') or ''))}[/]")
         if len(ev) > 25:
             console.print(f"  ... {len(ev) - 25} more (use --format json)")
     for note in r.get("notes", []):
         sp = note.get("span") or {}
         where = f"{sp.get('file')}:{sp.get('line')}: " if sp else ""
-        console.print(f"[dim]note {note['code']}: {escape(where + note['message'])}[/]")
+        if note.get("severity") == "error":
+            console.print(f"[bold red]error {note['code']}[/]: {escape(where + note['message'])}")
+        else:
+            console.print(f"[dim]note {note['code']}: {escape(where + note['message'])}[/]")
     for err in r.get("rule_errors", []):
         console.print(f"[yellow]rule error[/] {escape(err['rule'])}: {escape(err['error'])} ({escape(err['where'])})")
     if with_trace and r.get("trace"):
@@ -191,6 +208,15 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
         for t in r["trace"]:
             console.print(f"  {t['phase']:<20} {escape(t['rule']):<28} {t['action']:<15} "
                           f"{escape(str(t['symptom']))} {escape(str(t['node'] or ''))}  [dim]{escape(t['reason'])}[/]")
+
+
+def _where(ev: dict[str, Any]) -> str:
+    """`source:line` of an evidence item; job-level evidence (scheduler state, the job
+    record) has no line, and no source when it comes from the job record itself."""
+    src, line = ev.get("source"), ev.get("line_num")
+    if src and line is not None:
+        return f"{src}:{line}"
+    return str(src) if src else "(job record)"
 
 
 def _clip(s: str, n: int) -> str:

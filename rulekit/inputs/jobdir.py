@@ -2,8 +2,12 @@
 observations.jsonl -> a JobInfo, the observations to ingest, and notes.
 
 Missing pieces are fine; unknown files are noted (RK504), never fatal; bad
-records are reported (RK503) and skipped.  Files are not read here beyond
-job.toml and observations.jsonl: logs are streamed by extraction.
+records are reported (RK503) and skipped.  Every entry is inspected without
+blocking (`rulekit.inputs.entries`): an unreadable log is an RK507 error and is
+left out (the job is still attributed), folders named like logs, FIFOs and
+symlink loops are skipped and binary logs ingested, each with an RK508 note.
+Files are not read here beyond job.toml, observations.jsonl and the first
+bytes of each log: logs are streamed by extraction.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from rulekit.inputs.jobinfo import (
     JobInfoError,
     SchedulerFailure,
 )
+from rulekit.inputs.entries import check_record_file, inspect_entry
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import toml_error_span
 
@@ -70,8 +75,14 @@ def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobIn
 
 def _read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobInfo:
     data: dict[str, Any] = {}
+    problem = check_record_file(path, "job.toml")
+    if problem is not None:
+        raise RulekitError(problem)
     if path.exists():
-        text = path.read_bytes().decode("utf-8", "replace")
+        try:
+            text = path.read_bytes().decode("utf-8", "replace")
+        except OSError as e:
+            raise _bad(path, f"cannot read `job.toml`: {e.strerror or e}", code="RK507") from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
@@ -132,19 +143,30 @@ def read_job_dir(path: str | Path) -> JobDir:
                                       Span(str(root), 1, 1)))
     notes: list[Diagnostic] = []
     syslog_dir = root / "syslog"
-    syslog_files = sorted(p for p in syslog_dir.iterdir() if p.is_file()) if syslog_dir.is_dir() else []
+    syslog_files: list[Path] = []
+    if syslog_dir.is_dir():
+        for p in sorted(syslog_dir.iterdir()):
+            use, note = inspect_entry(p, str(p.relative_to(root)), log_like=p.suffix in APPLOG_SUFFIXES)
+            if note is not None:
+                notes.append(note)
+            if use:
+                syslog_files.append(p)
     syslog_nodes = [p.stem for p in syslog_files if p.suffix in APPLOG_SUFFIXES]
     job = read_job_toml(root / "job.toml", root.resolve().name, syslog_nodes)
     obs: list[Observation] = []
     app_dir = root / "applog"
     if app_dir.is_dir():
         for p in sorted(app_dir.rglob("*")):
-            if not p.is_file():
+            rel = str(p.relative_to(root))
+            use, note = inspect_entry(p, rel, log_like=p.suffix in APPLOG_SUFFIXES)
+            if note is not None:
+                notes.append(note)
+            if not use:
                 continue
             if p.suffix in APPLOG_SUFFIXES:
-                obs.append(Observation(source="applog", path=p, label=str(p.relative_to(root))))
+                obs.append(Observation(source="applog", path=p, label=rel))
             else:
-                notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (application logs are applog/*.log)",
+                notes.append(Diagnostic("RK504", f"ignored `{rel}` (application logs are applog/*.log)",
                                         Span(str(p), 1, 1)))
     for p in syslog_files:
         if p.suffix in APPLOG_SUFFIXES:
@@ -153,7 +175,10 @@ def read_job_dir(path: str | Path) -> JobDir:
             notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (node logs are syslog/<node>.log)",
                                     Span(str(p), 1, 1)))
     jsonl = root / "observations.jsonl"
-    if jsonl.exists():
+    problem = check_record_file(jsonl, "observations.jsonl")
+    if problem is not None:
+        notes.append(problem)
+    elif jsonl.exists():
         recs, bad = read_observations_jsonl(jsonl)
         obs.extend(recs)
         notes.extend(bad)

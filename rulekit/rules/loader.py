@@ -373,7 +373,7 @@ class RuleLoader:
         dsl_mod = sys.modules.get("rulekit.rules.dsl")
         if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
             self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
-        self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
+        self.diagnostics = hold_back_follow_ons(apply_suppressions(self.diagnostics, self.texts), self.texts)
         if has_errors(self.diagnostics):
             if strict:
                 raise RulekitError([d for d in self.diagnostics if d.severity is Severity.ERROR])
@@ -511,6 +511,53 @@ def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tup
     if report_output and output.strip():
         diags.insert(0, _output_note(f, output))
     return RuleSet(rules=sink.rules, symptoms=sink.symptoms, files=[str(f)]), diags
+
+
+# ---- follow-on errors of a file that did not parse -------------------------------------------
+
+FOLLOW_ON_CODES = {"RK203", "RK204", "RK205", "RK206"}  # name problems a lost file can cause
+
+
+def _lost_file(d: Diagnostic) -> bool:
+    """A file whose declarations were (wholly or partly) lost: a TOML or Python syntax error,
+    a DSL syntax error, a plugin that could not be imported."""
+    return d.code in ("RK002", "RK003", "RK006") or (d.code == "RK004")
+
+
+def hold_back_follow_ons(diags: list[Diagnostic], texts: dict[str, str]) -> list[Diagnostic]:
+    """Drop name errors (unregistered symptom, missing rule, unused symptom) whose name
+    appears in a file that did not parse: they follow from that file's error, which says
+    how many were held back.  They come back by themselves once the file parses."""
+    import dataclasses
+
+    roots = [d for d in diags if _lost_file(d) and d.span is not None]
+    if not roots:
+        return diags
+    broken = {d.span.file: texts.get(d.span.file, "") for d in roots}  # type: ignore[union-attr]
+    held: dict[str, int] = {}
+    out = []
+    for d in diags:
+        if d.code in FOLLOW_ON_CODES:
+            name = d.data.get("missing") or d.data.get("symptom")
+            src = next((f for f, t in broken.items() if name and isinstance(name, str) and name in t), None)
+            if src is not None and (d.span is None or d.span.file != src or d.code == "RK205"):
+                held[src] = held.get(src, 0) + 1
+                continue
+        out.append(d)
+    if not held:
+        return out
+    first_root: dict[str, Diagnostic] = {}
+    for d in roots:
+        first_root.setdefault(d.span.file, d)  # type: ignore[union-attr]
+    result = []
+    for d in out:
+        f = d.span.file if d.span is not None else None
+        if f in held and first_root.get(f) is d:
+            n = held[f]
+            d = dataclasses.replace(d, message=f"{d.message} ({n} follow-on error{'s' * (n != 1)} in other files "
+                                               "held back until this file loads)", data={**d.data, "held_back": n})
+        result.append(d)
+    return result
 
 
 # ---- suppression comments --------------------------------------------------------------------
