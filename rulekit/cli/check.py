@@ -22,10 +22,16 @@ def check(
     paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+    watch: bool = typer.Option(False, "--watch", "-w", help="Check again whenever a rule file changes."),
 ) -> None:
     """Load and validate a rule corpus; report every problem at once."""
     check_format(fmt)
     check_paths_exist(paths)
+    if watch:
+        from rulekit.cli.watch import watch_loop
+        from rulekit.rules.loader import bundled_rules_path
+
+        watch_loop(paths or [bundled_rules_path()], lambda: check(paths, fmt, output, False))
     report = check_paths(paths or None)
     write_output(render_diagnostics(report.diagnostics, fmt, report.texts, tool="check"), output)
     raise typer.Exit(exit_code(report.diagnostics))

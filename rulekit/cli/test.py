@@ -37,11 +37,19 @@ def test_cmd(
     update: bool = typer.Option(False, "--update", help="Accept the current results as the new expectations."),
     with_coverage: bool = typer.Option(False, "--coverage", help="Also report what the tests do not cover."),
     config: Optional[Path] = typer.Option(None, "--config", help="Settings TOML overriding analysis/defaults.toml."),
+    watch: bool = typer.Option(False, "--watch", "-w", help="Run again whenever a rule file or example changes."),
 ) -> None:
     """Run the corpus's tests: inline lines, job-level cases and example jobs."""
     check_format(fmt, ("text", "json"))
     check_paths_exist(paths)
     check_paths_exist(examples)
+    if watch:
+        from rulekit.cli.watch import watch_loop
+
+        roots = list(paths or [bundled_rules_path()])
+        roots += list(examples) if examples is not None else default_example_paths(roots)
+        watch_loop(roots, lambda: test_cmd(paths, examples, fmt, junit_xml, pattern, update, with_coverage, config,
+                                           False), what="rules and examples")
     settings, bad = load_settings(config)
     if bad:
         print_diagnostics(bad, err=True)
