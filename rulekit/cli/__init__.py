@@ -14,6 +14,7 @@ from rulekit.cli import fmt as _fmt  # noqa: F401,E402
 from rulekit.cli import convert as _convert  # noqa: F401,E402
 from rulekit.cli import lsp as _lsp  # noqa: F401,E402
 from rulekit.cli import schema as _schema  # noqa: F401,E402
+from rulekit.cli import diff as _diff  # noqa: F401,E402
 
 
 def main() -> None:
