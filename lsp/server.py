@@ -20,7 +20,7 @@ from rulekit_lsp import __version__, convert
 from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
 from rulekit_lsp.features import completion as completion_mod
 from rulekit_lsp.settings import Settings, parse_settings
-from rulekit_lsp.workspace import Corpus, Workspace, file_kind
+from rulekit_lsp.workspace import FOREGROUND, Corpus, Workspace, file_kind
 
 log = logging.getLogger("rulekit_lsp")
 
@@ -81,6 +81,9 @@ class RulekitLanguageServer(LanguageServer):
                 self.after_edit(c, path)
         except Exception:  # noqa: BLE001 - a bug must not kill the server; say it in the log
             self.log_bug(f"analysing {uri}")
+        finally:
+            if not self.pending:
+                FOREGROUND.idle()
 
     def log_bug(self, what: str) -> None:
         import traceback
@@ -332,6 +335,7 @@ def did_change(ls: RulekitLanguageServer, params: T.DidChangeTextDocumentParams)
         ls.pending.pop(uri, None)
         ls._apply_change(uri)
 
+    FOREGROUND.busy()  # background tests and lint wait until this edit is published
     ls.pending[uri] = asyncio.get_event_loop().call_later(ls.settings.debounce_ms / 1000, fire)
 
 
@@ -354,6 +358,8 @@ def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -
     h = ls.pending.pop(uri, None)
     if h is not None:
         h.cancel()
+    if not ls.pending:
+        FOREGROUND.idle()
     if path is not None:
         ls.ws.close(path)
         c = ls.ws.corpus_for(path, create=False)

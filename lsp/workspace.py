@@ -38,6 +38,33 @@ from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, 
 from rulekit_lsp.settings import Settings
 
 
+class Foreground:
+    """Edits first: the server marks itself busy from a `didChange` until its publish;
+    background jobs (tests, lint) call `checkpoint()` between steps and wait (without
+    the GIL) while it is busy, at most `max_wait` seconds each time, so the analysis
+    of an edit never shares the interpreter with them."""
+
+    def __init__(self, max_wait: float = 2.0) -> None:
+        import threading
+
+        self._idle = threading.Event()
+        self._idle.set()
+        self.max_wait = max_wait
+
+    def busy(self) -> None:
+        self._idle.clear()
+
+    def idle(self) -> None:
+        self._idle.set()
+
+    def checkpoint(self) -> None:
+        if not self._idle.is_set():
+            self._idle.wait(self.max_wait)
+
+
+FOREGROUND = Foreground()
+
+
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
              "dist", ".tox", "site-packages"}
 _RULE_TOML = re.compile(r"^\s*\[\[\s*(symptom|extractor|family|catalog|outcome_rule|case)\s*\]\]", re.M)
@@ -301,8 +328,27 @@ class Corpus:
                 add(d)
         for rs in self.results.values():
             for r in rs:
+                if r.kind == "line":
+                    continue  # below: looked up for the current text, never yesterday's
                 if not r.passed and r.span is not None and r.span.file in self.files:
                     add(r.diagnostic())
+        for d in self.line_test_diagnostics(a):
+            add(d)
+        return out
+
+    def line_test_diagnostics(self, a: "Analysis") -> list[Diagnostic]:
+        """Failing inline tests of the current rules, from the content-keyed test cache:
+        after an undo the result of the text that is back is shown at once; a test whose
+        current content has not run yet shows nothing until it has."""
+        from dataclasses import replace
+
+        out = []
+        aliases = a.registry.aliases()
+        for r in a.ruleset.rules:
+            for i, t in enumerate(getattr(r, "tests", ()) or ()):
+                res = self.test_cache.get(_test_key(r, t, aliases))
+                if res is not None and not res.passed and t.span is not None and t.span.file in self.files:
+                    out.append(replace(res, span=t.span, name=f"{r.name} #{i + 1}").diagnostic())
         return out
 
     def known_symptoms(self) -> list:
@@ -455,6 +501,7 @@ class TestJob:
                 key = _test_key(r, t, aliases)
                 res = self.cache.get(key)
                 if res is None:
+                    FOREGROUND.checkpoint()
                     try:
                         res = run_line_test(engine, r, t, i)
                     except Exception as e:  # noqa: BLE001 - a test that cannot run is a result
@@ -464,6 +511,7 @@ class TestJob:
                 out.append(replace(res, span=t.span, name=f"{r.name} #{i + 1}"))
             results[r.name] = out
         for c in self.cases:
+            FOREGROUND.checkpoint()
             try:
                 res = run_job_test(engine, c)
             except Exception as e:  # noqa: BLE001
@@ -513,7 +561,8 @@ class LintJob:
 
             config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
         try:
-            return list(lint_corpus(load_result, sample, config, self.test_results, cost=False))
+            return list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
+                                    checkpoint=FOREGROUND.checkpoint))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rulekit.extract import literals as L
 from rulekit.analysis import overlap as OV
@@ -147,10 +147,30 @@ def scan_sample(rules: Sequence[Rule], acc: Any, sample: bytes, extra_lines: Seq
     data = sample + extra
     hits: dict[str, set[int]] = {r.name: set() for r in rules}
     text: dict[int, str] = {}
-    for start, end, i, _caps in acc.scan(data):
-        hits[rules[i].name].add(start)
-        if start not in text:
-            text[start] = data[start:end].rstrip(b"\r").decode("utf-8", "replace")
+    # each pattern's matches on these bytes are memoized: after an edit only the changed
+    # patterns are scanned (by an accelerator over just them, as exact as the full one)
+    import hashlib
+
+    digest = hashlib.sha1(data).digest()
+    memo = _MEMO.table("scan")
+    missing = [i for i, r in enumerate(rules) if (r.match_re, digest) not in memo]
+    if missing:
+        if len(missing) == len(rules):
+            sub, idx = acc, list(range(len(rules)))
+        else:
+            from rulekit.extract.accel import Accelerator
+
+            sub, idx = Accelerator([rules[i].match_re for i in missing], sample=sample), missing
+        found: dict[int, list[tuple[int, int]]] = {i: [] for i in idx}
+        for start, end, k, _caps in sub.scan(data):
+            found[idx[k]].append((start, end))
+        for i in idx:
+            memo[(rules[i].match_re, digest)] = tuple(found[i])
+    for r in rules:
+        for start, end in memo[(r.match_re, digest)]:
+            hits[r.name].add(start)
+            if start not in text:
+                text[start] = data[start:end].rstrip(b"\r").decode("utf-8", "replace")
     n = sum(1 for s, e in iter_lines(sample) if sample[s:e].strip()) if sample else 0
     return SampleScan(hits, text, len(sample), n)
 
@@ -200,18 +220,137 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
                     all_pairs: bool = False) -> list[tuple[Rule, Rule, int | None]]:
     """Pairs worth the exact search: same lines possible, and a shared required literal
     (or no literal at all) or a real line (benign sample or test line) both match.
-    Third item: the first such line (its offset)."""
-    keys = {r.name: _keys(r) for r in rules}
+    Third item: the first such line (its offset).  What depends only on two rules'
+    patterns and sources is memoized (`_MEMO`), so a re-lint after an edit does the
+    work only for pairs that involve a changed rule."""
+    ev = [r for r in rules if _evidence(r)]
+    if all_pairs:
+        sigs = [_sig(r) for r in ev]
+        return [(a, b, min(c) if (c := hits.get(a.name, set()) & hits.get(b.name, set())) else None)
+                for (i, a), (j, b) in itertools.combinations(enumerate(ev), 2)
+                if _pair_static(sigs[i], sigs[j]) is not None]
+    sigs = [_sig(r) for r in ev]
+    by_sig: dict[tuple, list[int]] = {}
+    for i, sg in enumerate(sigs):
+        by_sig.setdefault(sg, []).append(i)
+    pairs: set[tuple[int, int]] = set()
+    for sa, sb in _PAIRS.true_pairs(by_sig):  # share a literal: the exact search decides
+        for i in by_sig[sa]:
+            for j in by_sig[sb]:
+                if i != j:
+                    pairs.add((min(i, j), max(i, j)))
+    by_line: dict[int, list[int]] = {}  # co-firing on a real line: that line is the witness
+    for i, r in enumerate(ev):
+        for off in hits.get(r.name, ()):
+            by_line.setdefault(off, []).append(i)
+    for idx in by_line.values():
+        if len(idx) > 1:
+            for i, j in itertools.combinations(idx, 2):
+                if (i, j) not in pairs and _pair_static(sigs[i], sigs[j]) is not None:
+                    pairs.add((i, j))
     out = []
-    for a, b in itertools.combinations([r for r in rules if _evidence(r)], 2):
-        if not _compatible(a, b):
-            continue
+    for i, j in sorted(pairs):
+        a, b = ev[i], ev[j]
         common = hits.get(a.name, set()) & hits.get(b.name, set())
-        ka, kb = keys[a.name], keys[b.name]
-        shared = not ka or not kb or any(x in y or y in x for x in ka for y in kb)
-        if common or shared or all_pairs:
-            out.append((a, b, min(common) if common else None))
+        out.append((a, b, min(common) if common else None))
     return out
+
+
+class _PairIndex:
+    """Which rule signatures share a required literal (and can see the same lines),
+    maintained incrementally: a signature not seen before is checked against the
+    others once; everything else is reused."""
+
+    def __init__(self) -> None:
+        self.known: list[tuple] = []
+        self.known_set: set[tuple] = set()
+        self.partners: dict[tuple, set[tuple]] = {}
+
+    def true_pairs(self, current: Mapping[tuple, Any]) -> list[tuple[tuple, tuple]]:
+        new = [sg for sg in current if sg not in self.known_set]
+        if len(self.known) + len(new) > 4 * max(len(current), 1000):  # mostly stale signatures: start over
+            self.__init__()  # type: ignore[misc]
+            new = list(current)
+        for x in new:
+            mine = self.partners.setdefault(x, set())
+            if _pair_static(x, x):
+                mine.add(x)
+            for y in self.known:
+                if _pair_static(x, y):
+                    mine.add(y)
+                    self.partners.setdefault(y, set()).add(x)
+            self.known.append(x)
+            self.known_set.add(x)
+        out = []
+        for x in current:
+            for y in self.partners.get(x, ()):
+                if y in current and (x <= y):
+                    out.append((x, y))
+        return out
+
+
+_PAIRS = _PairIndex()
+
+
+class _Memo:
+    """Bounded memo tables for the pure, per-pattern parts of the lint (process-wide:
+    the language server re-lints after every edit)."""
+
+    LIMIT = 400_000
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict] = {}
+
+    def table(self, name: str) -> dict:
+        t = self.tables.setdefault(name, {})
+        if len(t) > self.LIMIT:
+            t.clear()
+        return t
+
+
+_MEMO = _Memo()
+
+
+def _sig(r: Rule) -> tuple:
+    unit = _unit(r)
+    return (r.match_re, tuple(r.sources or ()), tuple(r.formats or ()), unit if unit.startswith("catalog:") else None)
+
+
+def _keys_of(pattern: str) -> frozenset[bytes]:
+    t = _MEMO.table("keys")
+    got = t.get(pattern)
+    if got is None:
+        fs = L.factors_of(pattern) or []
+        got = t[pattern] = frozenset(k for f in fs for k in f)
+    return got
+
+
+def _pair_static(sa: tuple, sb: tuple) -> bool | None:
+    """None: the two can never see the same line (sources/formats disagree, or two entries
+    of one catalog); else whether they share a required literal (or one has none)."""
+    t = _MEMO.table("pairs")
+    key = (sa, sb)
+    if key in t:
+        return t[key]
+    for x, y in ((sa[1], sb[1]), (sa[2], sb[2])):
+        if x and y and not set(x) & set(y):
+            t[key] = None
+            return None
+    if sa[3] is not None and sa[3] == sb[3]:
+        t[key] = None
+        return None
+    ka, kb = _keys_of(sa[0]), _keys_of(sb[0])
+    t[key] = res = not ka or not kb or any(x in y or y in x for x in ka for y in kb)
+    return res
+
+
+def _memo_search(kind: str, fn, *args):
+    """OV.overlap / contains / shortest_line on patterns, memoized by their arguments."""
+    t = _MEMO.table(kind)
+    if args in t:
+        return t[args]
+    t[args] = res = fn(*args)
+    return res
 
 
 def _confirm(w: str, *rules: Rule) -> bool:
@@ -262,7 +401,7 @@ def _fix_case(w: str, a: Rule, b: Rule, winner: Rule) -> str | None:
 
 
 def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any],
-                   engine: Any = None) -> list[Diagnostic]:
+                   engine: Any = None, checkpoint: Callable[[], None] | None = None) -> list[Diagnostic]:
     """RK306 / RK307.  A pair is reported when both rules fire on a real line (the
     benign sample or the corpus's own test lines: the witness is that line), or
     when the exact search constructs a line where their matches overlap."""
@@ -273,19 +412,29 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
 
     def nfa(r: Rule) -> OV.NFA | None:
         if r.name not in nfas:
-            try:
-                nfas[r.name] = OV.compile_nfa(r.match_re, rep)
-            except OV.Unsupported:
-                nfas[r.name] = None
+            t = _MEMO.table("nfa")
+            key = (r.match_re, rep)
+            if key not in t:
+                try:
+                    t[key] = OV.compile_nfa(r.match_re, rep)
+                except OV.Unsupported:
+                    t[key] = None
+            nfas[r.name] = t[key]
         return nfas[r.name]
 
+    def search(kind: str, fn, x: Rule, y: Rule, *more):
+        nx, ny = nfa(x), nfa(y)
+        return _memo_search(kind, lambda *_: fn(nx, ny, *more), x.match_re, y.match_re, *more)
+
     for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"])):
+        if checkpoint is not None:
+            checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
         na, nb = nfa(a), nfa(b)
         witness, method = None, None
         if cofire is not None:
             witness, method = scan.text[cofire], ("sample" if cofire < scan.cut else "test line")
         elif na is not None and nb is not None:
-            res = OV.overlap(na, nb, budget, rep, int(cfg["overlap_min_shared"]))
+            res = search("overlap", OV.overlap, a, b, budget, rep, int(cfg["overlap_min_shared"]))
             if res.found and res.witness is not None and _confirm(res.witness, a, b):
                 witness, method = res.witness, "exact" if res.exact else "approximate"
         if witness is None:
@@ -295,12 +444,13 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
         if na is not None and nb is not None:
             for big, small, nbig, nsmall in ((a, b, na, nb), (b, a, nb, na)):
                 # cheap exact disproof first: a line `small` matches that `big` does not
-                short = OV.shortest_line(nsmall, budget, rep)
+                short = _memo_search("shortest", lambda *_: OV.shortest_line(nsmall, budget, rep),
+                                     small.match_re, budget, rep)
                 if short is not None and compile_pattern(big.match_re).search(short) is None:
                     continue
                 if hits.get(small.name, set()) - hits.get(big.name, set()):
                     continue  # a real line `small` matches and `big` does not
-                c = OV.contains(nbig, nsmall, budget, rep)
+                c = search("contains", OV.contains, big, small, budget, rep)
                 if c.found is True and c.exact:
                     shadow = (big, small)
                     break
@@ -342,7 +492,8 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
 # ---- the whole lint ---------------------------------------------------------------------------------
 
 def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[str, Any] | None = None,
-                test_results: Iterable[Any] | None = None, cost: bool = True) -> list[Diagnostic]:
+                test_results: Iterable[Any] | None = None, cost: bool = True,
+                checkpoint: Callable[[], None] | None = None) -> list[Diagnostic]:
     """Every lint finding of a loaded corpus (see the module docstring).
 
     config: full settings (`analysis.settings.settings()`), default the defaults.
@@ -365,7 +516,7 @@ def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[s
         if cost:
             diags += cost_checks(rules, data, cfg)
         if cfg["overlap"]:
-            diags += overlap_checks(rules, scan, cfg, load.engine)
+            diags += overlap_checks(rules, scan, cfg, load.engine, checkpoint)
     diags += [d for d in load.diagnostics if d.code == "RK205"]
     if test_results is not None and cfg["coverage"] and load.engine is not None:
         cov = static_coverage(load.engine, cov_cfg) + run_coverage(load.engine, test_results, cov_cfg)

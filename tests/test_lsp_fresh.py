@@ -1,0 +1,106 @@
+"""The editor never shows yesterday's truth: a plugin's syntax error goes away on
+undo and on save, a failed inline test goes away (or comes back) with the text an
+undo restores, and the overlap lint after an edit only searches pairs involving
+the changed rules."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rulekit.analysis import lint as lint_mod
+from rulekit.analysis.lint import lint_corpus
+from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit_lsp.workspace import Corpus
+
+TOML = '''
+[[symptom]]
+name = "FOO_FAULT"
+outcome = "hardware"
+sub_domain = "gpu"
+rank = 10
+[[extractor]]
+name = "Foo"
+author = "t"
+match_re = 'foo fault'
+emit = { type = "bad_node", symptom = "FOO_FAULT" }
+[[extractor.test]]
+line = "foo fault on the bus"
+'''
+PLUGIN = '''from rulekit.plugin import register_symptom
+
+register_symptom("BAR_FAULT", outcome="hardware", sub_domain="gpu", rank=5)
+'''
+
+
+def _codes(c: Corpus, path: Path) -> list[str]:
+    return [d.code for d in c.diagnostics_by_file().get(str(path), [])]
+
+
+def test_plugin_syntax_error_goes_away_on_undo_and_on_save(make_corpus):
+    rules = make_corpus({"a.toml": TOML, "p.py": PLUGIN})
+    c = Corpus([rules])
+    p = rules / "p.py"
+    assert "RK004" not in _codes(c, p)
+    c.update(str(p), PLUGIN + "def broken(:\n", 2)  # typing
+    assert "RK004" in _codes(c, p)
+    c.update(str(p), PLUGIN, 3)  # undo: back to the executed text
+    assert "RK004" not in _codes(c, p)
+    c.update(str(p), PLUGIN + "def broken(:\n", 4)
+    c.update(str(p), PLUGIN, 5, execute=True)  # undo, then save
+    assert "RK004" not in _codes(c, p)
+    assert "BAR_FAULT" in {s.name for s in c.analyze().registry.all()}
+
+
+def _run_tests(c: Corpus, path: Path) -> None:
+    job = c.test_job(paths=[str(path)], jobs=True)
+    results, cache = job.run()
+    c.apply_tests(job, results, cache)
+
+
+def test_failed_test_follows_the_text_an_undo_restores(make_corpus):
+    rules = make_corpus({"a.toml": TOML})
+    c = Corpus([rules])
+    f = rules / "a.toml"
+    _run_tests(c, f)
+    assert "RK401" not in _codes(c, f)
+    broken = TOML.replace("match_re = 'foo fault'", "match_re = 'foo faulty'")
+    c.update(str(f), broken, 2)
+    _run_tests(c, f)
+    assert "RK401" in _codes(c, f)
+    c.update(str(f), TOML, 3)  # undo: no test run yet, and no stale RK401 either
+    assert "RK401" not in _codes(c, f)
+    c.update(str(f), broken, 4)  # redo: the known failure is shown at once
+    assert "RK401" in _codes(c, f)
+    c.update(str(f), broken.replace("foo fault on the bus", "foo fault on the bus again"), 5)
+    assert "RK401" not in _codes(c, f)  # a test whose content never ran: nothing yet
+
+
+def test_overlap_lint_after_an_edit_searches_only_pairs_with_the_changed_rule(tmp_path, monkeypatch):
+    rules = tmp_path / "R"
+    shutil.copytree(bundled_rules_path(), rules)
+    lint_corpus(load_corpus([rules]), cost=False)  # the first (full) lint fills the memo
+    new_pattern = r"NCCL WARN NET/IB : Got completion from peer (?P<peer>\S+) with status=12"
+    (rules / "zz_new.toml").write_text(f'''
+[[extractor]]
+name = "OverlapsIbStatus12"
+author = "t"
+match_re = '{new_pattern}'
+emit = {{ type = "bad_node", symptom = "NCCL_IB_RETRY_EXCEEDED" }}
+[[extractor.test]]
+line = "NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1234> with status=12"
+''')
+    calls: list[tuple] = []
+    real_memo = lint_mod._memo_search
+
+    def spy(kind, fn, *args):
+        if args not in lint_mod._MEMO.table(kind):
+            calls.append((kind, args[:2]))
+        return real_memo(kind, fn, *args)
+
+    monkeypatch.setattr(lint_mod, "_memo_search", spy)
+    diags = lint_corpus(load_corpus([rules]), cost=False)
+    assert calls, "the new rule's pairs were searched"
+    pair_searches = [args for kind, args in calls if kind in ("overlap", "contains")]
+    assert pair_searches and all(new_pattern in args for args in pair_searches), calls  # and no other pair
+    assert any(d.code in ("RK306", "RK307") and "OverlapsIbStatus12" in d.message for d in diags), \
+        [str(d) for d in diags]
