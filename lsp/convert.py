@@ -38,6 +38,8 @@ def path_to_uri(path: str) -> str:
 # ---- positions -----------------------------------------------------------------------------
 
 def _lines(text: str) -> list[str]:
+    """The same lines as the CLI's (rulekit.diagnostics.split_lines), "\r" of CRLF kept:
+    positions are counted in the document as the client sent it."""
     return text.split("\n")
 
 
@@ -139,11 +141,21 @@ _COMPLETION_KIND = {"symptom": T.CompletionItemKind.Constant, "rule": T.Completi
                     "value": T.CompletionItemKind.Value}
 
 
-def completion(items: Iterable[CompletionEntry]) -> T.CompletionList:
+def completion(items: Iterable[CompletionEntry], text: str | None = None, line: int | None = None,
+               span: tuple[int, int] | None = None) -> T.CompletionList:
+    """Completion items; with the document text, the 1-based line and the (start, end)
+    columns of the name being completed, each item carries a `textEdit` replacing that
+    range (so clients do not guess the word from their own word rule)."""
+    rng = None
+    if text is not None and line is not None and span is not None:
+        rng = T.Range(start=to_position(text, line, span[0]), end=to_position(text, line, span[1]))
     out = [T.CompletionItem(label=c.label, kind=_COMPLETION_KIND.get(c.kind, T.CompletionItemKind.Text),
                             detail=c.detail or None,
                             documentation=T.MarkupContent(kind=T.MarkupKind.Markdown, value=c.doc) if c.doc else None,
-                            insert_text=c.insert_text)
+                            insert_text=None if rng is not None else c.insert_text,
+                            filter_text=c.label if rng is not None else None,
+                            text_edit=T.TextEdit(range=rng, new_text=c.insert_text or c.label) if rng is not None
+                            else None)
            for c in items]
     return T.CompletionList(is_incomplete=False, items=out)
 

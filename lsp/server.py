@@ -453,7 +453,8 @@ def on_completion(ls: RulekitLanguageServer, params: T.CompletionParams) -> T.Co
     c, path = loc
     text = ls.doc_text(params.text_document.uri)
     line, col = convert.from_position(text, params.position)
-    return convert.completion(completion_mod.complete(c, path, text, line, col))
+    return convert.completion(completion_mod.complete(c, path, text, line, col), text, line,
+                              completion_mod.word_range(text, line, col))
 
 
 @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -464,6 +465,18 @@ def on_document_symbol(ls: RulekitLanguageServer, params: T.DocumentSymbolParams
     c, path = loc
     text = ls.doc_text(params.text_document.uri)
     return [convert.document_symbol(s, text) for s in symbols.document_symbols(c, path)]
+
+
+@server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
+def on_folding_range(ls: RulekitLanguageServer, params: T.FoldingRangeParams) -> list[T.FoldingRange] | None:
+    from rulekit_lsp.features.folding import folding_ranges
+
+    path = convert.uri_to_path(params.text_document.uri)
+    if path is None:
+        return None
+    text = ls.doc_text(params.text_document.uri)
+    kinds = {"region": T.FoldingRangeKind.Region, "comment": T.FoldingRangeKind.Comment}
+    return [T.FoldingRange(start_line=a - 1, end_line=b - 1, kind=kinds[k]) for a, b, k in folding_ranges(path, text)]
 
 
 @server.feature(T.WORKSPACE_SYMBOL)

@@ -238,7 +238,6 @@ class Corpus:
         # not executed since the last change (or waiting for its probe): keep its last
         # rules; report only what static parsing sees
         st.diags = [syntax] if syntax else [d for d in st.diags if d.code != "RK004" or "syntax" not in d.message]
-        st.diags += self.plugin_literal_diags(st)
 
     def execute_plugin(self, path: str, text: str) -> tuple[RuleSet, list[Diagnostic]] | None:
         """Load one plugin as the CLI's loader would: probed in a child process first
@@ -258,9 +257,6 @@ class Corpus:
         self.awaiting.pop(path, None)
         pkg = _loader._package_for(folder)
         return _loader.load_plugin(Path(path), pkg, text, verdict)
-
-    def plugin_literal_diags(self, st: FileState) -> list[Diagnostic]:
-        return []
 
     def _occurrences(self, st: FileState) -> list[Occurrence]:
         try:
@@ -298,6 +294,8 @@ class Corpus:
                 plugin_texts.append(st.executed_text if st.executed_text is not None else st.text)
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
         diags.extend(_loader.validate(rs, registry, plugin_texts))
+        diags.extend(_loader.plugin_literal_diagnostics(
+            {p: st.text for p, st in self.files.items() if st.kind == "py"}, registry))
         diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
         diags = _loader.hold_back_follow_ons(_loader.apply_suppressions(diags, texts), texts)
         rules: dict[str, object] = {}

@@ -140,6 +140,13 @@ Fix: define the plugin function with its decorator, or fix the name."""),
 whose expanded name collides with an individual rule, or a symptom alias equal to
 another symptom's name).
 Fix: rename one side."""),
+    _c("RK208", "misspelled-symptom-literal", "warning", "A string in a Python plugin looks like a misspelt symptom.",
+       """What it does: reports a string literal in a `.py` rule file that is not a registered
+symptom (or alias) but is one or two edits away from one, with the name it probably means.
+Why: plugins name symptoms in plain strings (`stream.demote(..., "XID-79-FALLEN_OFF_THE_BU")`);
+a typo there silently matches nothing.
+Example: `demote_bad_by_symptom(stream, ["NCCL_WATCHDOG_TIMOUT"], ...)`
+Fix: correct the name, or register the symptom if it is new."""),
     # ---- RK3xx: regexes and the acceleration structure ---------------------------
     _c("RK301", "invalid-regex", "error", "The pattern is not a valid regular expression.",
        """What it does: reports a pattern that does not compile, pointing at the construct.

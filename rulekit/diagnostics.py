@@ -59,6 +59,14 @@ class Span:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as every rulekit position counts them (CLI, language server,
+    TOML and DSL parsers alike): split at "\n" only, a "\r" before it dropped.  A lone
+    "\r", a form feed or a Unicode line separator does not end a line (str.splitlines
+    would split there and shift every later line)."""
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+
+
 def offset_to_line_col(text: str, offset: int) -> tuple[int, int]:
     offset = max(0, min(offset, len(text)))
     line = text.count("\n", 0, offset) + 1

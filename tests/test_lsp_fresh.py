@@ -104,3 +104,74 @@ line = "NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1234> with status=1
     assert pair_searches and all(new_pattern in args for args in pair_searches), calls  # and no other pair
     assert any(d.code in ("RK306", "RK307") and "OverlapsIbStatus12" in d.message for d in diags), \
         [str(d) for d in diags]
+
+
+# ---- editor features: textEdit completion, formatter, folding, RK208, line splitting -------------
+
+def test_completion_items_replace_the_whole_symptom_name(make_corpus):
+    from lsprotocol import types as T
+
+    from rulekit_lsp import convert
+    from rulekit_lsp.features import completion
+
+    rules = make_corpus({"a.toml": TOML})
+    c = Corpus([rules])
+    text = TOML + '[[extractor]]\nname = "B"\nmatch_re = \'b\'\nemit = { type = "bad_node", symptom = "FOO-FA" }\n'
+    path = str(rules / "a.toml")
+    c.update(path, text)
+    line = text.split("\n").index('emit = { type = "bad_node", symptom = "FOO-FA" }') + 1
+    col = len('emit = { type = "bad_node", symptom = "FOO-FA') + 1
+    items = completion.complete(c, path, text, line, col)
+    lst = convert.completion(items, text, line, completion.word_range(text, line, col))
+    foo = next(i for i in lst.items if i.label == "FOO_FAULT")
+    assert isinstance(foo.text_edit, T.TextEdit) and foo.text_edit.new_text == "FOO_FAULT"
+    r = foo.text_edit.range
+    assert (r.start.line, r.start.character, r.end.character) == (line - 1, col - 1 - len("FOO-FA"), col - 1)
+    assert completion.word_range("[[ext", 1, 6) == (3, 6)  # table headers keep their brackets
+
+
+def test_toml_formatter_normalizes_key_spacing_and_indented_headers():
+    from rulekit.rules.dsl import format_toml
+
+    text = ('[[extractor]]\nname="X"\n  match_re   =  \'a=b\'\nemit = { type = "bad_node", symptom = "S" }\n'
+            '  [[ extractor.test ]]\n  line="a=b"\narr = [\n  "x = y",\n]\n')
+    out = format_toml(text)
+    assert out == ('[[extractor]]\nname = "X"\nmatch_re = \'a=b\'\nemit = { type = "bad_node", symptom = "S" }\n'
+                   '[[extractor.test]]\nline = "a=b"\narr = [\n  "x = y",\n]\n')
+    assert format_toml(out) == out
+
+
+def test_folding_ranges_for_toml_tables_dsl_blocks_and_python():
+    from rulekit_lsp.features.folding import folding_ranges
+
+    toml = '# a\n# b\n[[extractor]]\nname = "X"\n\n[[extractor.test]]\nline = "x"\nexpect = "nothing"\n\n[[symptom]]\nname = "S"\n'
+    got = folding_ranges("r/a.toml", toml)
+    assert (1, 2, "comment") in got and (3, 8, "region") in got and (3, 4, "region") in got and (6, 8, "region") in got
+    dsl = 'extractor A {\n  match /x{2}/\n  emit bad_node "S"\n}\n'
+    assert folding_ranges("r/a.rule", dsl) == [(1, 4, "region")]
+    assert folding_ranges("r/p.py", PLUGIN + "\n\ndef f():\n    return 1\n") == [(6, 7, "region")]
+
+
+def test_misspelt_symptom_literal_in_a_plugin_is_reported_by_cli_and_server(make_corpus):
+    typo = PLUGIN + '\nBAD = ["FOO_FAULTS"]\nOK = ["FOO_FAULT", "NOT_A_SYMPTOM_AT_ALL"]\n'
+    rules = make_corpus({"a.toml": TOML, "p.py": typo})
+    cli = [d for d in load_corpus([rules]).diagnostics if d.code == "RK208"]
+    assert len(cli) == 1 and "did you mean `FOO_FAULT`" in cli[0].message
+    assert (cli[0].span.line, cli[0].span.col) == (5, 9)
+    lsp = [d for d in Corpus([rules]).diagnostics_by_file()[str(rules / "p.py")] if d.code == "RK208"]
+    assert [d.span for d in lsp] == [cli[0].span]
+
+
+def test_form_feed_and_lone_cr_split_lines_the_same_in_server_and_cli(make_corpus):
+    from rulekit.cli.render import format_text
+    from rulekit_lsp import convert
+
+    text = ('# form\x0cfeed and a lone\rcarriage return\nsymptom "FOO_FAULT" { outcome hardware sub_domain gpu rank 10 }\n'
+            'extractor Foo {\n  match /foo fault/\n  emit bad_node "NOT_REGISTERED"\n  author "t"\n}\n')
+    rules = make_corpus({"a.rule": text})
+    (cli,) = [d for d in load_corpus([rules]).diagnostics if d.code == "RK203"]
+    assert cli.span.line == 5
+    assert 'emit bad_node "NOT_REGISTERED"' in format_text([cli], {cli.span.file: text}).split("\n")[1]
+    (lsp,) = [d for d in Corpus([rules]).diagnostics_by_file()[str(rules / "a.rule")] if d.code == "RK203"]
+    assert lsp.span == cli.span
+    assert convert.to_position(text, lsp.span.line, lsp.span.col).line == 4

@@ -85,6 +85,22 @@ def emit_items() -> list[CompletionEntry]:
     return [CompletionEntry(k, "emit_type", v.value) for k, v in EMIT_TYPES.items()]
 
 
+WORD_CHARS = re.compile(r"[A-Za-z0-9_.\-\[\]]*")
+
+
+def word_range(text: str, line: int, col: int) -> tuple[int, int]:
+    """(start, end) 1-based columns of the name under the cursor, which a completion
+    replaces: `XID-7|9-FOO` -> the whole `XID-79-FOO`.  Symptom names contain `-`,
+    `.` and `[...]`, so a client's own word rule (which stops at `-`) must not decide."""
+    lines = text.split("\n")
+    cur = lines[line - 1] if 0 < line <= len(lines) else ""
+    before, after = cur[: col - 1], cur[col - 1:]
+    m = re.search(r"[A-Za-z0-9_.\-\[\]]*$", before)
+    start = col - (len(m.group(0).lstrip("[")) if m else 0)  # a name never starts with `[` (`[[ext|`)
+    end = col + len(WORD_CHARS.match(after).group(0))  # type: ignore[union-attr]
+    return start, end
+
+
 def complete(corpus: Corpus, path: str, text: str, line: int, col: int) -> list[CompletionEntry]:
     lines = text.split("\n")
     cur = lines[line - 1] if 0 < line <= len(lines) else ""

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from rulekit.diagnostics import Diagnostic
+from rulekit.diagnostics import Diagnostic, split_lines
 
 
 def _line_of(texts: Mapping[str, str], cache: dict[str, list[str]], file: str, line: int) -> str | None:
@@ -19,7 +19,7 @@ def _line_of(texts: Mapping[str, str], cache: dict[str, list[str]], file: str, l
                 text = Path(file).read_bytes().decode("utf-8", "replace")
             except OSError:
                 text = None
-        cache[file] = text.splitlines() if text is not None else []
+        cache[file] = split_lines(text) if text is not None else []
     lines = cache[file]
     return lines[line - 1] if 0 < line <= len(lines) else None
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from rulekit.config import GlobalConfig
-from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors
+from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors, split_lines
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.expand import template_names
 from rulekit.rules.model import (
@@ -269,6 +269,7 @@ class RuleLoader:
         self.files: list[Path] = []
         self.texts: dict[str, str] = {}
         self._plugin_texts: list[str] = []
+        self._plugin_files: dict[str, str] = {}
         self._packages: dict[Path, str] = {}
         assert {"extractor", "accumulator", "filter", "refiner", "collector"} <= set(RULE_TYPES)
 
@@ -349,6 +350,7 @@ class RuleLoader:
                 self._packages[folder] = _package_for(folder)
             rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)))
             self._plugin_texts.append(text)
+            self._plugin_files[str(f)] = text
         else:
             return
         self.ruleset.extend(rs)
@@ -370,6 +372,7 @@ class RuleLoader:
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
         self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
+        self.diagnostics.extend(plugin_literal_diagnostics(self._plugin_files, registry))
         dsl_mod = sys.modules.get("rulekit.rules.dsl")
         if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
             self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
@@ -513,6 +516,13 @@ def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tup
     return RuleSet(rules=sink.rules, symptoms=sink.symptoms, files=[str(f)]), diags
 
 
+def plugin_literal_diagnostics(plugins: dict[str, str], registry: SymptomRegistry) -> list[Diagnostic]:
+    """RK208: misspelt symptom names in plugin string literals (rulekit.rules.literal_check)."""
+    from rulekit.rules.literal_check import misspelt_symptoms
+
+    return misspelt_symptoms(plugins, [*registry.names(), *registry.aliases()])
+
+
 # ---- follow-on errors of a file that did not parse -------------------------------------------
 
 FOLLOW_ON_CODES = {"RK203", "RK204", "RK205", "RK206"}  # name problems a lost file can cause
@@ -575,7 +585,7 @@ def apply_suppressions(diags: list[Diagnostic], texts: dict[str, str]) -> list[D
         if d.span is None or d.span.file not in texts:
             out.append(d)
             continue
-        lines = cache.setdefault(d.span.file, texts[d.span.file].splitlines())
+        lines = cache.setdefault(d.span.file, split_lines(texts[d.span.file]))
         suppressed = False
         for ln in (d.span.line, d.span.line - 1):
             if 0 < ln <= len(lines):

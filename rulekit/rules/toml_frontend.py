@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-from rulekit.diagnostics import Diagnostic, Span
+from rulekit.diagnostics import Diagnostic, Span, split_lines
 from rulekit.rules.expand import expand_catalog_pattern, substitute_params
 from rulekit.rules.model import (
     EMIT_TYPES,
@@ -62,7 +62,9 @@ class Locator:
 
     def __init__(self, text: str, path: str):
         self.path = path
-        self.lines = text.splitlines()
+        self.lines = split_lines(text)
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
         self.headers: list[tuple[int, str, bool]] = []  # (line, dotted name, is_array)
         in_multiline: str | None = None
         for i, line in enumerate(self.lines, start=1):
@@ -189,7 +191,9 @@ def toml_error_span(exc: Exception, text: str, path: str) -> Span:
     if m:
         line, col = int(m.group(1)), int(m.group(2))
         return Span(path, line, col, line, col + 1)
-    lines = text.splitlines() or [""]
+    lines = split_lines(text)
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
     if _TOML_EOF.search(msg):
         return Span(path, len(lines), len(lines[-1]) + 1)
     return Span(path, 1, 1)

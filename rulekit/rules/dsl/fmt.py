@@ -11,6 +11,8 @@ functions, no I/O.
 from __future__ import annotations
 
 import re
+
+from rulekit.diagnostics import split_lines
 import tomllib
 
 from rulekit.rules.dsl import ast as A
@@ -365,9 +367,49 @@ def format_dsl(text: str, path: str = "<dsl>") -> str:
 _HEADER = re.compile(r"^\[\[?\s*[A-Za-z0-9_.\-\"]+\s*\]\]?\s*(#.*)?$")
 
 
+_TABLE_HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*(\]\]?)\s*(#.*)?$")
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"\\]*\"|'[^']*')\s*=\s*(\S.*)$")
+
+
+def _normalize_line(ln: str) -> str:
+    """`  [[ extractor.test ]]` -> `[[extractor.test]]`; `  name="X"` -> `name = "X"`."""
+    m = _TABLE_HEADER.match(ln)
+    if m and (m.group(1) == "[" or m.group(3) == "]]") and len(m.group(1)) == len(m.group(3)):
+        name = ".".join(part.strip() for part in m.group(2).split("."))
+        return f"{m.group(1)}{name}{m.group(3)}" + (f"  {m.group(4)}" if m.group(4) else "")
+    m = _KEY_VALUE.match(ln)
+    if m:
+        return f"{m.group(1)} = {m.group(2)}"
+    return ln
+
+
+def _bracket_balance(ln: str) -> int:
+    """`[` minus `]` outside strings and comments (a multi-line array opens or closes)."""
+    n, q, i = 0, None, 0
+    while i < len(ln):
+        ch = ln[i]
+        if q:
+            if ch == "\\" and q == '"':
+                i += 2
+                continue
+            if ch == q:
+                q = None
+        elif ch in "\"'":
+            q = ch
+        elif ch == "#":
+            break
+        elif ch == "[":
+            n += 1
+        elif ch == "]":
+            n -= 1
+        i += 1
+    return n
+
+
 def format_toml(text: str) -> str:
-    """Normalize a TOML rule file's layout, keeping comments: no trailing spaces, one
-    blank line before each top-level table header (and its leading comments), at
+    """Normalize a TOML rule file's layout, keeping comments: table headers and keys
+    at the start of the line, `key = value` with one space each side, no trailing
+    spaces, one blank line before each top-level table header (and its leading comments), at
     most one blank line in a row, one final newline.  The text is checked with
     tomlkit (and tomllib); the result must hold the same data, else (or when the
     text is not TOML) the text comes back as is.  Lines are edited on the original
@@ -382,11 +424,20 @@ def format_toml(text: str) -> str:
         return text
     out: list[str] = []
     in_multiline = False
-    for raw in text.splitlines():
+    depth = 0  # open `[` of a multi-line array value
+    lines = split_lines(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    for raw in lines:
+        was_multiline = in_multiline
         ln = raw if in_multiline else raw.rstrip()
         for q3 in ('"""', "'''"):
             if raw.count(q3) % 2 == 1:
                 in_multiline = not in_multiline
+        if not was_multiline and depth == 0:
+            ln = _normalize_line(ln)
+        if not was_multiline and not _HEADER.match(ln):
+            depth = max(0, depth + _bracket_balance(ln))
         if not in_multiline and _HEADER.match(ln) and "." not in ln.split("]")[0]:
             j = len(out)
             while j > 0 and out[j - 1].lstrip().startswith("#"):
