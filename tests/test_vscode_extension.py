@@ -175,3 +175,15 @@ def test_vsce_package(built, tmp_path: Path):
         assert f in names, sorted(names)
     assert not any(n.startswith("extension/src/") or n.startswith("extension/test/") or "node_modules" in n
                    for n in names), sorted(names)
+
+
+def test_activation_suite_fails_instead_of_skipping_without_the_server(built, tmp_path: Path):
+    """A Python without rulekit must fail the activation suite (with the fix), never skip it."""
+    bare = tmp_path / "venv-without-rulekit"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    env = dict(os.environ, RULEKIT_PYTHON=str(bare / "bin" / "python"))
+    proc = subprocess.run([NODE, "--test", "--test-reporter=spec", "test/activation.test.js"], cwd=EXT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "needs the project's Python and the bundle" in out and "language server module is missing" in out, out[-3000:]
