@@ -118,8 +118,48 @@ def in_process(folder: Path, edited: str, n_edits: int) -> dict:
 FAST = {"debounceMs": 0, "runTestsOnChange": False, "lint": False}  # the old measurement: analysis alone
 
 
+OVERLAP_RULE = """
+[[extractor]]
+name = "BenchOverlap{n}"
+author = "bench"
+match_re = '(?:socket(?:[A-Z]\\w*|\\.(?:h|cc)\\b)|NET/Socket)[^\\n]*?Connection closed by peer{n}'
+emit = {{ type = "bad_node", symptom = "NCCL_CONNECTION_CLOSED" }}
+[[extractor.test]]
+line = "NET/Socket : Connection closed by peer{n}"
+"""
+
+
+async def _lint_after_edit(client, uri: str, text: str, version: int, published) -> dict:
+    """Seconds from an edit that adds an overlapping rule to the publish of its RK306/RK307:
+    first right after start-up (the first lint is a full one), then again after a second
+    such edit (incremental)."""
+    from lsprotocol import types as T
+
+    out = {}
+    for label, n in (("first_lint_s", 1), ("incremental_lint_s", 2)):
+        version += 1
+        new = text + OVERLAP_RULE.format(n=n)
+        start = time.perf_counter()
+        client.text_document_did_change(T.DidChangeTextDocumentParams(
+            text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[T.TextDocumentContentChangeWholeDocument(text=new)]))
+        name = f"BenchOverlap{n}"
+        end = start + 240
+        found = None
+        while time.perf_counter() < end and found is None:
+            for t, p in list(published):
+                if t >= start and p.uri == uri and any(
+                        str(getattr(d, "code", "")) in ("RK306", "RK307") and name in d.message for d in p.diagnostics):
+                    found = t
+                    break
+            await asyncio.sleep(0.05)
+        out[label] = round(found - start, 2) if found else None
+        text = new
+    return out
+
+
 async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | None = None,
-                     pause_s: float = 0.0) -> dict:
+                     pause_s: float = 0.0, measure_lint: bool = False) -> dict:
     """settings: initializationOptions beyond ruleFolders (None: what a user gets by default).
     Latency is from didChange to the publish of that version, minus the debounce the
     settings ask for (the wait the user configured, not work)."""
@@ -132,9 +172,12 @@ async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | N
     published: dict[tuple[str, int | None], float] = {}
     events: dict[str, asyncio.Event] = {}
 
+    published_diags: list[tuple[float, T.PublishDiagnosticsParams]] = []
+
     @client.feature(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def on_diags(params: T.PublishDiagnosticsParams):
         published[(params.uri, params.version)] = time.perf_counter()
+        published_diags.append((time.perf_counter(), params))
         ev = events.get(f"{params.uri}#{params.version}")
         if ev:
             ev.set()
@@ -168,6 +211,7 @@ async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | N
         lat.append((published[(uri, i)] - s) * 1000 - debounce_ms)
         if pause_s:
             await asyncio.sleep(pause_s)  # a user pausing: lets background tests and lint run
+    lint = await _lint_after_edit(client, uri, text, n_edits + 2, published_diags) if measure_lint else None
     rss = {}
     pid = getattr(getattr(client, "_server", None), "pid", None)
     if pid:
@@ -184,7 +228,8 @@ async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | N
             "startup_to_first_publish_s": round(ready_s, 3), "edits": len(lat),
             "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(pct(lat, 95), 1),
             "max_ms": round(max(lat), 1),
-            "server_rss_mb": rss.get("VmRSS"), "server_peak_rss_mb": rss.get("VmHWM")}
+            "server_rss_mb": rss.get("VmRSS"), "server_peak_rss_mb": rss.get("VmHWM"),
+            **({"lint_after_edit": lint} if lint else {})}
 
 
 def main() -> None:
@@ -205,7 +250,8 @@ def main() -> None:
     for name, folder, edited, target in cases:
         r = {"in_process": in_process(Path(folder), edited, args.edits)}
         if not args.no_stdio:
-            r["stdio"] = asyncio.run(over_stdio(Path(folder), edited, args.edits, None, args.pause))
+            r["stdio"] = asyncio.run(over_stdio(Path(folder), edited, args.edits, None, args.pause,
+                                                measure_lint=edited == "nccl.toml"))
             if args.fast_too:
                 r["stdio_tests_and_lint_off"] = asyncio.run(over_stdio(Path(folder), edited, args.edits, FAST))
         worst = max(r["in_process"]["p95_ms"], r.get("stdio", {}).get("p95_ms", 0))

@@ -23,7 +23,7 @@ class Settings:
     run_tests_on_change: bool = True
     # run lint (overlap, broad, weak key ...) after the document has been idle for lint_delay_ms
     lint: bool = True
-    lint_delay_ms: int = 1500
+    lint_delay_ms: int = 750
     # benign log sample for lint (None: the package's sample)
     sample_log: str | None = None
     # lint thresholds: a settings TOML as `rulekit lint --config` takes (None: the defaults)

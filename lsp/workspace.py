@@ -98,7 +98,7 @@ class FileState:
     is_open: bool = False
     ruleset: RuleSet = field(default_factory=RuleSet)
     diags: list[Diagnostic] = field(default_factory=list)  # front-end diagnostics
-    occ: list[Occurrence] = field(default_factory=list)
+    _occ: list[Occurrence] | None = None  # static name occurrences, built on first use (not on every keystroke)
     module: object | None = None  # DSL AST
     py_tree: ast.AST | None = None
     executed_text: str | None = None  # the Python text last executed
@@ -106,8 +106,27 @@ class FileState:
     last_good: RuleSet | None = None  # the RuleSet of the last text without a syntax error
 
     @property
+    def occ(self) -> list[Occurrence]:
+        if self._occ is None:
+            self._occ = _build_occurrences(self)
+        return self._occ
+
+    @property
     def broken(self) -> bool:
         return any(d.code in ("RK002", "RK003", "RK004") for d in self.diags)
+
+
+def _build_occurrences(st: FileState) -> list[Occurrence]:
+    try:
+        if st.kind == "rule":
+            from rulekit_lsp.occurrences import dsl_occurrences
+            return dsl_occurrences(st.text, st.path, st.module)
+        if st.kind == "py":
+            from rulekit_lsp.occurrences import python_occurrences
+            return python_occurrences(st.text, st.path, st.py_tree) if st.py_tree is not None else []
+        return occurrences(st.text, st.path)
+    except Exception:  # an index that cannot be built is empty, never a crash
+        return []
 
 
 @dataclass
@@ -209,7 +228,7 @@ class Corpus:
             st.ruleset, st.diags = rs, syn + more
         elif kind == "py":
             self._update_python(st, execute)
-        st.occ = self._occurrences(st)
+        st._occ = None
         if not st.broken:
             st.last_good = st.ruleset
         return st
@@ -257,18 +276,6 @@ class Corpus:
         self.awaiting.pop(path, None)
         pkg = _loader._package_for(folder)
         return _loader.load_plugin(Path(path), pkg, text, verdict)
-
-    def _occurrences(self, st: FileState) -> list[Occurrence]:
-        try:
-            if st.kind == "rule":
-                from rulekit_lsp.occurrences import dsl_occurrences
-                return dsl_occurrences(st.text, st.path, st.module)
-            if st.kind == "py":
-                from rulekit_lsp.occurrences import python_occurrences
-                return python_occurrences(st.text, st.path, st.py_tree) if st.py_tree is not None else []
-            return occurrences(st.text, st.path)
-        except Exception:  # an index that cannot be built is empty, never a crash
-            return []
 
     def remove(self, path: str) -> None:
         if self.files.pop(path, None) is not None:

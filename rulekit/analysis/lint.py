@@ -243,17 +243,17 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
     for i, r in enumerate(ev):
         for off in hits.get(r.name, ()):
             by_line.setdefault(off, []).append(i)
-    for idx in by_line.values():
+    first: dict[tuple[int, int], int] = {}  # pair -> the first line both match
+    for off in sorted(by_line):
+        idx = by_line[off]
         if len(idx) > 1:
             for i, j in itertools.combinations(idx, 2):
-                if (i, j) not in pairs and _pair_static(sigs[i], sigs[j]) is not None:
-                    pairs.add((i, j))
-    out = []
-    for i, j in sorted(pairs):
-        a, b = ev[i], ev[j]
-        common = hits.get(a.name, set()) & hits.get(b.name, set())
-        out.append((a, b, min(common) if common else None))
-    return out
+                if (i, j) not in first:
+                    first[(i, j)] = off
+    for (i, j) in first:
+        if (i, j) not in pairs and _pair_static(sigs[i], sigs[j]) is not None:
+            pairs.add((i, j))
+    return [(ev[i], ev[j], first.get((i, j))) for i, j in sorted(pairs)]
 
 
 class _PairIndex:

@@ -582,8 +582,8 @@ def apply_suppressions(diags: list[Diagnostic], texts: dict[str, str]) -> list[D
     cache: dict[str, list[str]] = {}
     out = []
     for d in diags:
-        if d.span is None or d.span.file not in texts:
-            out.append(d)
+        if d.span is None or d.span.file not in texts or "rulekit:" not in texts[d.span.file]:
+            out.append(d)  # (a file without a `rulekit:` comment suppresses nothing: no need to split it)
             continue
         lines = cache.setdefault(d.span.file, split_lines(texts[d.span.file]))
         suppressed = False

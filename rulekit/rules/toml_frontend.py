@@ -43,6 +43,8 @@ OBS_KEYS = {"source", "node", "lines", "format"}
 EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous"}
 EXPECT_VALUES = set(EMIT_TYPES) | {"nothing"}
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_\-]+)\s*=")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(?:#.*)?$")
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TOML_EOF = re.compile(r"\(at end of document\)")
@@ -102,6 +104,12 @@ class Locator:
     def key(self, region: Region | None, key: str) -> Span:
         if region is None:
             return Span(self.path, 1, 1)
+        if _BARE_KEY.fullmatch(key):  # the common case: one scan of the region, then lookups
+            ln = self._keys_of(region).get(key)
+            if ln is None:
+                return self.header(region)
+            text = self.lines[ln - 1]
+            return Span(self.path, ln, len(text) - len(text.lstrip()) + 1, ln, len(text.rstrip()) + 1)
         rx = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
         for ln in range(region.start, min(region.end, self.n + 1)):
             text = self.lines[ln - 1]
@@ -109,6 +117,19 @@ class Locator:
             if m:
                 return Span(self.path, ln, len(text) - len(text.lstrip()) + 1, ln, len(text.rstrip()) + 1)
         return self.header(region)
+
+    def _keys_of(self, region: Region) -> dict[str, int]:
+        """Bare key -> the first line of the region that assigns it (memoized per region)."""
+        cache = self.__dict__.setdefault("_key_lines", {})
+        got = cache.get((region.start, region.end))
+        if got is None:
+            got = {}
+            for ln in range(region.start, min(region.end, self.n + 1)):
+                m = _KEY_LINE.match(self.lines[ln - 1])
+                if m and m.group(1) not in got:
+                    got[m.group(1)] = ln
+            cache[(region.start, region.end)] = got
+        return got
 
     def value(self, region: Region | None, key: str) -> Span:
         """Span of a key's string value content (inside the quotes) when on one line."""
