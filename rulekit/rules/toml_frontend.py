@@ -28,8 +28,8 @@ from rulekit.rules.model import (
 )
 
 TOP_KEYS = {"author", "symptom", "outcome_rule", "extractor", "family", "catalog"}
-SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases"}
-OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank"}
+SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases", "blame", "action"}
+OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank", "blame", "action"}
 EXTRACTOR_KEYS = {"name", "author", "match_re", "source", "format", "requires", "docs", "emit", "test"}
 EMIT_KEYS = {"type", "symptom", "node", "fields"}
 TEST_KEYS = {"line", "expect", "symptom", "node", "captures", "source", "format"}
@@ -221,7 +221,9 @@ def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
             out.outcome_rules.append(OutcomeRule(
                 prefix=prefix, outcome=ctx.typed(tbl, "outcome", str, reg, "an outcome rule"),
                 sub_domain=ctx.typed(tbl, "sub_domain", str, reg, "an outcome rule"),
-                rank=ctx.typed(tbl, "rank", int, reg, "an outcome rule"), span=ctx.loc.header(reg)))
+                rank=ctx.typed(tbl, "rank", int, reg, "an outcome rule"), span=ctx.loc.header(reg),
+                blame=ctx.typed(tbl, "blame", str, reg, "an outcome rule"),
+                action=ctx.typed(tbl, "action", str, reg, "an outcome rule")))
     for tbl, reg in _each(ctx, data, "extractor"):
         r = _extractor(ctx, tbl, reg)
         if r:
@@ -253,10 +255,13 @@ def _symptom(ctx: _Ctx, tbl: dict, reg: Region | None) -> Symptom | None:
     rank = ctx.need(tbl, "rank", int, reg, what)
     docs = ctx.typed(tbl, "docs", str, reg, what, default="")
     aliases = ctx.str_list(tbl, "aliases", reg, what)
+    blame = ctx.typed(tbl, "blame", str, reg, what)
+    action = ctx.typed(tbl, "action", str, reg, what)
     if None in (name, outcome, sub, rank):
         return None
     span = ctx.loc.value(reg, "name")
-    return Symptom(name=name, outcome=outcome, sub_domain=sub, rank=rank, docs=docs, aliases=aliases, span=span)
+    return Symptom(name=name, outcome=outcome, sub_domain=sub, rank=rank, docs=docs, aliases=aliases, span=span,
+                   blame=blame, action=action)
 
 
 def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit") -> Emit | None:
