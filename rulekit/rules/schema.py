@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rulekit.rules import toml_frontend as fe
-from rulekit.rules.model import EMIT_TYPES, OUTCOMES
+from rulekit.rules.model import ACTIONS, BLAMES, EMIT_TYPES, OUTCOMES
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data"
 SHIPPED = {"rules": "rulekit-rules.schema.json", "tests": "rulekit-tests.schema.json"}
@@ -84,6 +84,10 @@ _COMMON = {
 }
 
 
+_BLAME = _d({"enum": list(BLAMES)}, "what the symptom blames (node, link, peer: the node goes in bad_nodes)")
+_ACTION = _d({"enum": list(ACTIONS)}, "what a remediation system should do with a blamed node")
+
+
 def _pick(*keys: str, **more: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {**{k: _COMMON[k] for k in keys}, **more}
 
@@ -97,12 +101,14 @@ def rules_schema() -> dict[str, Any]:
         "rank": _d({"type": "integer"}, "priority among competing symptoms (higher wins)"),
         "docs": _d(STR, "what the symptom means"),
         "aliases": _d(STR_LIST, "other names accepted for this symptom"),
+        "blame": _BLAME, "action": _ACTION,
     }, "a registered symptom: `[[symptom]]`", required=("name", "outcome", "sub_domain", "rank"))
     outcome_rule = _table(fe.OUTCOME_RULE_KEYS, {
         "prefix": _d(STR, "symptoms starting with this prefix get the outcome below"),
         "outcome": _d({"enum": list(OUTCOMES)}, "the outcome"),
         "sub_domain": _d(STR, "the sub-domain"),
         "rank": _d({"type": "integer"}, "the rank"),
+        "blame": _BLAME, "action": _ACTION,
     }, "an outcome rule for a symptom prefix: `[[outcome_rule]]`", required=("prefix",))
     extractor = _table(fe.EXTRACTOR_KEYS, _pick("name", "author", "match_re", "source", "format", "requires", "docs",
                                                 emit=_emit(), test=_tests()),
