@@ -217,7 +217,8 @@ def _keys(r: Rule) -> set[bytes]:
 
 
 def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
-                    all_pairs: bool = False) -> list[tuple[Rule, Rule, int | None]]:
+                    all_pairs: bool = False,
+                    checkpoint: Callable[[], None] | None = None) -> list[tuple[Rule, Rule, int | None]]:
     """Pairs worth the exact search: same lines possible, and a shared required literal
     (or no literal at all) or a real line (benign sample or test line) both match.
     Third item: the first such line (its offset).  What depends only on two rules'
@@ -234,7 +235,7 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
     for i, sg in enumerate(sigs):
         by_sig.setdefault(sg, []).append(i)
     pairs: set[tuple[int, int]] = set()
-    for sa, sb in _PAIRS.true_pairs(by_sig):  # share a literal: the exact search decides
+    for sa, sb in _PAIRS.true_pairs(by_sig, checkpoint):  # share a literal: the exact search decides
         for i in by_sig[sa]:
             for j in by_sig[sb]:
                 if i != j:
@@ -266,12 +267,15 @@ class _PairIndex:
         self.known_set: set[tuple] = set()
         self.partners: dict[tuple, set[tuple]] = {}
 
-    def true_pairs(self, current: Mapping[tuple, Any]) -> list[tuple[tuple, tuple]]:
+    def true_pairs(self, current: Mapping[tuple, Any],
+                   checkpoint: Callable[[], None] | None = None) -> list[tuple[tuple, tuple]]:
         new = [sg for sg in current if sg not in self.known_set]
         if len(self.known) + len(new) > 4 * max(len(current), 1000):  # mostly stale signatures: start over
             self.__init__()  # type: ignore[misc]
             new = list(current)
         for x in new:
+            if checkpoint is not None:
+                checkpoint()  # a first (full) pass is long: let an edit in between signatures
             mine = self.partners.setdefault(x, set())
             if _pair_static(x, x):
                 mine.add(x)
@@ -426,7 +430,7 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
         nx, ny = nfa(x), nfa(y)
         return _memo_search(kind, lambda *_: fn(nx, ny, *more), x.match_re, y.match_re, *more)
 
-    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"])):
+    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint):
         if checkpoint is not None:
             checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
         na, nb = nfa(a), nfa(b)
