@@ -195,6 +195,27 @@ def _level(p: _Progress | None, seq: int) -> int:
     return NOT_REACHED
 
 
+def _timing(dump: FRDump) -> bool:
+    """Whether the rank records kernel starts (TORCH_NCCL_ENABLE_TIMING): then an entry
+    left `scheduled` never started on the GPU."""
+    return any(e["state"] == "started" for e in dump.entries) or \
+        any(s.get("last_started_collective", -1) > 0 for s in dump.pg_status.values())
+
+
+def _pending_before(dump: FRDump, entry: dict[str, Any] | None) -> str | None:
+    """The earliest entry of the rank's dump before `entry` that did not complete (its
+    GPU stream is still on it), as text; None when nothing earlier is pending."""
+    if entry is None:
+        return None
+    for e in dump.entries:
+        if e is entry:
+            return None
+        if e["state"] != "completed" and not e["retired"]:
+            kind = f"p2p {e['profiling_name']}" if e["is_p2p"] else f"collective {e['collective_seq_id']} ({e['profiling_name']})"
+            return f"{kind} of pg {e['pg']}"
+    return None
+
+
 def _stuck_collective(name: str, g: dict[str, Any], dumps: Mapping[int, FRDump]) -> StuckCollective | None:
     prog: dict[int, _Progress] = {r: p for r, p in g["progress"].items() if r in dumps}
     if not prog:
@@ -210,15 +231,32 @@ def _stuck_collective(name: str, g: dict[str, Any], dumps: Mapping[int, FRDump])
     op = entry["profiling_name"] if entry else "?"
     counts = Counter(levels.values())
     majority = max(counts, key=lambda lv: (counts[lv], lv))
-    behind = sorted(r for r, x in levels.items() if x < majority)
+    behind_all = sorted(r for r, x in levels.items() if x < majority)
+    # with timing on, a rank only scheduled because its GPU stream is still on an earlier
+    # collective waits there; one with nothing earlier pending has a stuck GPU
+    queued: dict[int, str] = {}
+    gpu_stuck: list[int] = []
+    for r in members:
+        if levels[r] != SCHEDULED or not _timing(dumps[r]):
+            continue
+        q = _pending_before(dumps[r], prog[r].entries.get(seq))
+        if q:
+            queued[r] = q
+        else:
+            gpu_stuck.append(r)
+    if len(gpu_stuck) == len([r for r in members if r in dumps]):
+        gpu_stuck = []  # every GPU "stuck": not a signal
+    behind = sorted(set(r for r in behind_all if r not in queued) | set(gpu_stuck))
     culprits: list[int] = []
     dumped = [r for r in members if r in dumps]
     missing = [r for r in behind if levels[r] == NO_DUMP]
-    reached = [r for r in behind if levels[r] >= SCHEDULED]
+    reached = [r for r in behind if levels[r] >= SCHEDULED and r not in gpu_stuck]
     where = f"collective {seq} ({op}) of pg {name}{' (' + g['desc'] + ')' if g['desc'] else ''}"
     if not behind:
         reason = (f"{where}: no rank is behind the {counts[majority]} {LEVEL_NAMES[majority].replace('_', ' ')} "
                   f"one(s) of {len(members)} member(s)")
+        if queued:
+            reason += "; " + "; ".join(f"rank {r} is still on {q}" for r, q in sorted(queued.items()))
     elif len(missing) > max(1, len(members) // 2):
         reason = f"{where}: {len(missing)} of {len(members)} member(s) left no dump: too few dumps to name a culprit"
     elif reached and len(reached) * 2 >= len(dumped):
@@ -230,9 +268,11 @@ def _stuck_collective(name: str, g: dict[str, Any], dumps: Mapping[int, FRDump])
                 STARTED: "started it but never completed it"}
         parts = [f"rank(s) {ranges(rs)} {what[lv]}" for lv in range(COMPLETED)
                  if (rs := [r for r in behind if levels[r] == lv])]
+        if gpu_stuck:
+            parts.append(f"nothing else was pending on the GPU of rank(s) {ranges(gpu_stuck)}")
         reason = (f"{where}: {'; '.join(parts)} while {counts[majority]} rank(s) "
                   f"{LEVEL_NAMES[majority].replace('_', ' ')} it")
-    waiting = sorted(r for r, x in levels.items() if x in (SCHEDULED, STARTED) and r not in culprits)
+    waiting = sorted(r for r, x in levels.items() if x in (SCHEDULED, STARTED) and r not in culprits and r not in queued)
     return StuckCollective(name, g["desc"], "collective", seq, op, entry["input_sizes"] if entry else [],
                            entry["output_sizes"] if entry else [], members, states, culprits, waiting, reason,
                            entry["frames"] if entry else [])
