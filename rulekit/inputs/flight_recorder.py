@@ -119,8 +119,9 @@ def check_pickle(data: bytes, where: str) -> None:
     """Walk the opcodes without executing any; raise FRDumpError at the first one that
     is not a builtin container or scalar, or on a truncated / malformed stream."""
     ops = 0
+    stream = io.BytesIO(data)
     try:
-        for op, arg, pos in pickletools.genops(data):
+        for op, arg, pos in pickletools.genops(stream):
             ops += 1
             if op.name not in _ALLOWED:
                 why = _WHY.get(op.name, "is not a builtin container or scalar")
@@ -134,8 +135,7 @@ def check_pickle(data: bytes, where: str) -> None:
     except FRDumpError:
         raise
     except (ValueError, EOFError) as e:  # pickletools reports truncation / bad args as ValueError
-        m = re.search(r"position (\d+)|at byte (\d+)", str(e))
-        raise FRDumpError(where, f"not a complete pickle ({e})", int(next(g for g in m.groups() if g)) if m else None) from None
+        raise FRDumpError(where, f"not a complete pickle ({e})", stream.tell()) from None
     raise FRDumpError(where, "not a complete pickle (no STOP opcode: truncated?)", len(data))
 
 

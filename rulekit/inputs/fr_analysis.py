@@ -244,8 +244,8 @@ def _stuck_collective(name: str, g: dict[str, Any], dumps: Mapping[int, FRDump])
             queued[r] = q
         else:
             gpu_stuck.append(r)
-    if len(gpu_stuck) == len([r for r in members if r in dumps]):
-        gpu_stuck = []  # every GPU "stuck": not a signal
+    if len(gpu_stuck) > 1 and len(gpu_stuck) == len([r for r in members if r in dumps]):
+        gpu_stuck = []  # every GPU of the group "stuck": not a signal
     behind = sorted(set(r for r in behind_all if r not in queued) | set(gpu_stuck))
     culprits: list[int] = []
     dumped = [r for r in members if r in dumps]
