@@ -140,8 +140,10 @@ def flight_recorder_culprits(context):
                   "input_sizes": json.dumps(stuck.input_sizes) if stuck else None,
                   "waiting": ranges(stuck.waiting) if stuck else "",
                   "evidence": ",".join(sorted({s for s, _ in own}))}
+        # the evidence is the rank's own dump, or (no dump) the dump of a rank waiting for it
+        witness = events.get(r) or next((events[w] for w in (stuck.waiting if stuck else []) if w in events), any_event)
         stream.add(EventSpec(type="bad_node", symptom=symptom, node=node, fields=fields, datum=text),
-                   rule=RULE, cause=events.get(r, any_event), reason=text)
+                   rule=RULE, cause=witness, reason=text)
         verdicts[r] = {"symptom": symptom, "evidence": [{"symptom": s, "node": e.node, "source": e.label or e.source,
                                                          "line_num": e.line_num} for s, e in own[:5]]}
     analysis = a.to_dict()
