@@ -17,7 +17,9 @@ from rulekit.analysis.explain import explain_job
 from rulekit.cli.explain import render_job_trace
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.inputs.flight_recorder import (
+    _ALLOWED,
     FRDumpError,
+    check_pickle,
     _RefusingUnpickler,
     dump_line,
     parse_dump_bytes,
@@ -121,23 +123,42 @@ def test_truncated_pickle_is_a_located_error():
 
 
 def test_bombs_and_bad_json_are_bounded_errors():
-    nest: list = []
-    for _ in range(100):
-        nest = [nest]
-    with pytest.raises(FRDumpError, match="nesting deeper"):
-        parse_dump_bytes(pickle.dumps({"entries": nest}, protocol=2), "deep")
-    dag: list = [1]
-    for _ in range(40):
-        dag = [dag, dag]  # 2**40 leaves through the memo, a few hundred bytes
-    with pytest.raises(FRDumpError, match="values|nesting"):
-        parse_dump_bytes(pickle.dumps({"entries": dag}, protocol=2), "dag")
+    deep = 100_000  # nested lists, written by hand (pickle.dumps itself would recurse)
+    nest = b"\x80\x02}X\x07\x00\x00\x00entries" + b"]" * deep + b"a" * (deep - 1) + b"s."
+    d = parse_dump_bytes(nest, "deep")  # the unpickler is iterative and normalization never recurses
+    assert d.entries == [] and d.problems == ["entries[0] is not a record"]
+    size = [1] * 1000
+    entry = {"collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "state": "scheduled",
+             "process_group": ("0", "default_pg"), "input_sizes": [size] * 1000}
+    bomb = pickle.dumps({"entries": [entry] * 1000}, protocol=2)  # 10**9 sizes through the memo
+    assert len(bomb) < 20_000
+    with pytest.raises(FRDumpError, match="reference bomb"):
+        parse_dump_bytes(bomb, "bomb")
     with pytest.raises(FRDumpError, match="memo index"):
         parse_dump_bytes(b"\x80\x02]r\xff\xff\xff\x7f.", "memo")
+    with pytest.raises(FRDumpError, match="memo index"):
+        parse_dump_bytes(b"(lp99999999999\n.", "memo0")
     with pytest.raises(FRDumpError) as e:
         parse_dump_bytes(b'{"entries": [\n  {"state": ]}', "x.json")
     assert (e.value.line, e.value.col) == (2, 13)
     with pytest.raises(FRDumpError, match="entries"):
         parse_dump_json({"entries": {"a": 1}}, "w")
+    with pytest.raises(FRDumpError, match="corrupt packed dump"):
+        unpack_line((b"x" * 10).hex())
+
+
+def test_scanner_agrees_with_pickletools_on_every_generated_dump():
+    """The fast opcode walk accepts what pickletools parses (protocols 0-5) and stops where it stops."""
+    import pickletools
+
+    d = Sim(world=2, tp=2, steps=3).dumps()[0]
+    for proto in range(pickle.HIGHEST_PROTOCOL + 1):
+        data = pickle.dumps(d, protocol=proto)
+        assert {op.name for op, _, _ in pickletools.genops(data)} <= _ALLOWED
+        check_pickle(data, "ok")
+        for cut in range(1, len(data), max(1, len(data) // 40)):
+            with pytest.raises(FRDumpError):
+                check_pickle(data[:cut], "cut")
 
 
 def test_malformed_entries_are_skipped_and_listed():

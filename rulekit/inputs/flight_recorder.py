@@ -15,7 +15,8 @@ builtin containers and scalars *before* anything is unpickled (a `GLOBAL`,
 `STACK_GLOBAL`, `REDUCE`, `BUILD`, `INST`, `OBJ`, `NEWOBJ`, `EXT*` or
 `PERSID` is a located error: file and byte offset), then loaded by an
 Unpickler whose `find_class` and `persistent_load` refuse everything.  Size,
-memo indices, nesting depth and the number of values are bounded.
+memo indices and the number of values normalization touches are bounded;
+only the fields the analysis uses are read (a fixed depth, so no recursion).
 
 Also the transport of a dump through the line-oriented engine: `dump_line()`
 packs the normalized dump into one `FR_DUMP` line (zlib + hex, so no
@@ -40,8 +41,8 @@ from typing import Any
 from rulekit.inputs.observation import Observation
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024
-MAX_DEPTH = 32
 MAX_VALUES = 5_000_000
+MAX_PROBLEMS = 20
 MAX_FRAMES = 4  # Python frames kept per entry (the innermost first, as PyTorch writes them)
 MAX_MEMO = 10_000_000
 SOURCE = "flight_recorder"
@@ -115,28 +116,83 @@ class _RefusingUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("refused a persistent id: a flight-recorder dump holds none")
 
 
+# per opcode byte: how to step over its argument.  >= 0: that many fixed bytes; the
+# negative codes below; None: not allowed.  Only PUT / LONG_BINPUT can grow the memo far
+# (BINPUT's index is one byte; GETs only read it), so only they are range-checked.
+_FORBIDDEN, _NEWLINE, _LEN1, _LEN4, _LEN4S, _LEN8, _BIG_PUT, _TEXT_PUT, _STOP = range(-1, -10, -1)
+_STEP: list[int | None] = [None] * 256
+for _op in pickletools.opcodes:
+    _c = ord(_op.code)
+    if _op.name not in _ALLOWED:
+        _STEP[_c] = _FORBIDDEN
+        continue
+    _a = _op.arg
+    if _op.name == "STOP":
+        _STEP[_c] = _STOP
+    elif _op.name == "LONG_BINPUT":
+        _STEP[_c] = _BIG_PUT
+    elif _op.name == "PUT":
+        _STEP[_c] = _TEXT_PUT
+    elif _a is None:
+        _STEP[_c] = 0
+    elif _a.n > 0:
+        _STEP[_c] = _a.n
+    elif _a.n == pickletools.UP_TO_NEWLINE:
+        _STEP[_c] = _NEWLINE
+    else:
+        _STEP[_c] = {pickletools.TAKEN_FROM_ARGUMENT1: _LEN1, pickletools.TAKEN_FROM_ARGUMENT4: _LEN4S,
+                     pickletools.TAKEN_FROM_ARGUMENT4U: _LEN4, pickletools.TAKEN_FROM_ARGUMENT8U: _LEN8}[_a.n]
+_NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
+
+
 def check_pickle(data: bytes, where: str) -> None:
     """Walk the opcodes without executing any; raise FRDumpError at the first one that
-    is not a builtin container or scalar, or on a truncated / malformed stream."""
+    is not a builtin container or scalar, a memo index out of range, or a truncated
+    stream (the byte offset is the opcode's)."""
+    n = len(data)
+    pos = 0
     ops = 0
-    stream = io.BytesIO(data)
-    try:
-        for op, arg, pos in pickletools.genops(stream):
-            ops += 1
-            if op.name not in _ALLOWED:
-                why = _WHY.get(op.name, "is not a builtin container or scalar")
-                what = f" ({arg})" if op.name == "GLOBAL" and arg else ""
-                raise FRDumpError(where, f"pickle opcode {op.name}{what} {why}; a flight-recorder dump is plain "
-                                         "dicts, lists and scalars, so it was refused without being run", pos)
-            if op.name in _MEMO_OPS and isinstance(arg, int) and (arg > MAX_MEMO or arg > 2 * ops + 16):
-                raise FRDumpError(where, f"pickle memo index {arg} is out of range", pos)
-            if op.name == "STOP":
-                return
-    except FRDumpError:
-        raise
-    except (ValueError, EOFError) as e:  # pickletools reports truncation / bad args as ValueError
-        raise FRDumpError(where, f"not a complete pickle ({e})", stream.tell()) from None
-    raise FRDumpError(where, "not a complete pickle (no STOP opcode: truncated?)", len(data))
+    step = _STEP
+    while pos < n:
+        code = data[pos]
+        k = step[code]
+        ops += 1
+        pos += 1
+        if k is not None and k >= 0:
+            pos += k
+            continue
+        at = pos - 1
+        if k is None:
+            raise FRDumpError(where, f"byte 0x{code:02x} is not a pickle opcode (not a pickle, or corrupt)", at)
+        name = _NAMES[code]
+        if k == _FORBIDDEN:
+            why = _WHY.get(name, "is not a builtin container or scalar")
+            raise FRDumpError(where, f"pickle opcode {name} {why}; a flight-recorder dump is plain dicts, lists "
+                                     "and scalars, so it was refused without being run", at)
+        if k == _STOP:
+            return
+        if k in (_NEWLINE, _TEXT_PUT):
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                raise FRDumpError(where, f"not a complete pickle ({name} argument is cut off)", at)
+            arg, pos = data[pos:nl], nl + 1
+            if k == _TEXT_PUT and (not arg.isdigit() or len(arg) > 9 or int(arg) > min(MAX_MEMO, 2 * ops + 16)):
+                raise FRDumpError(where, f"pickle memo index {arg[:20].decode('latin-1')} is out of range", at)
+            continue
+        if k == _BIG_PUT:
+            idx = int.from_bytes(data[pos:pos + 4], "little")
+            if idx > min(MAX_MEMO, 2 * ops + 16):
+                raise FRDumpError(where, f"pickle memo index {idx} is out of range", at)
+            pos += 4
+            continue
+        width = 1 if k == _LEN1 else 8 if k == _LEN8 else 4
+        if pos + width > n:
+            raise FRDumpError(where, f"not a complete pickle ({name} length is cut off)", at)
+        length = int.from_bytes(data[pos:pos + width], "little", signed=k == _LEN4S)
+        pos += width + length
+        if length < 0 or pos > n:
+            raise FRDumpError(where, f"not a complete pickle ({name} of {length} bytes is cut off)", at)
+    raise FRDumpError(where, "not a complete pickle (no STOP opcode: truncated?)", n)
 
 
 def safe_unpickle(data: bytes, where: str) -> Any:
@@ -157,31 +213,30 @@ def safe_unpickle(data: bytes, where: str) -> Any:
 # ---- JSON values ----------------------------------------------------------------------------
 
 
-def _plain(obj: Any, where: str, path: str = "", depth: int = 0, budget: list[int] | None = None) -> Any:
-    """Copy into JSON values (tuples/sets -> lists, bytes -> text), bounding depth and size."""
-    if budget is None:
-        budget = [MAX_VALUES]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise FRDumpError(where, f"more than {MAX_VALUES} values (a reference bomb?) near {path or 'the top'}")
-    if depth > MAX_DEPTH:
-        raise FRDumpError(where, f"nesting deeper than {MAX_DEPTH} at {path or 'the top'}")
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
-    if isinstance(obj, (bytes, bytearray)):
-        return bytes(obj).decode("utf-8", "replace")
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            key = k if isinstance(k, str) else str(_plain(k, where, path, depth + 1, budget))
-            out[key] = _plain(v, where, f"{path}.{key}" if path else key, depth + 1, budget)
-        return out
-    if isinstance(obj, (list, tuple, set, frozenset)):
-        items = sorted(obj, key=repr) if isinstance(obj, (set, frozenset)) else obj
-        return [_plain(v, where, f"{path}[{i}]", depth + 1, budget) for i, v in enumerate(items)]
-    raise FRDumpError(where, f"{path or 'the top'} holds a {type(obj).__name__}, which is not plain data")
+class _Budget:
+    """Counts the values normalization touches: a pickle's memo can share one list many
+    times over (2**40 leaves in a few hundred bytes), so work is bounded, not sizes."""
+
+    def __init__(self, where: str, limit: int = MAX_VALUES):
+        self.where = where
+        self.left = limit
+
+    def spend(self, n: int, path: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise FRDumpError(self.where, f"more than {MAX_VALUES} values (a reference bomb?) near {path}")
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    return "" if v is None else str(v) if isinstance(v, (int, float)) else ""
+
+
+def _is_list(v: Any) -> bool:
+    return isinstance(v, (list, tuple))
 
 
 def _int(v: Any) -> int | None:
@@ -196,7 +251,7 @@ def _int(v: Any) -> int | None:
 
 def _ranks(text: Any) -> list[int] | None:
     """pg_config `ranks`: PyTorch writes the list as a string ("[0, 1, 2]"); a list is accepted too."""
-    if isinstance(text, list):
+    if _is_list(text):
         vals = [_int(x) for x in text]
         return [v for v in vals if v is not None] or None
     if isinstance(text, str):
@@ -205,17 +260,26 @@ def _ranks(text: Any) -> list[int] | None:
     return None
 
 
-def _sizes(v: Any) -> list[list[int]]:
-    if not isinstance(v, list):
+def _sizes(v: Any, budget: _Budget, path: str) -> list[list[int]]:
+    if not _is_list(v):
         return []
+    budget.spend(len(v), path)
     out = []
     for s in v:
-        if isinstance(s, list):
+        if _is_list(s):
+            budget.spend(len(s), path)
             out.append([x for x in (_int(y) for y in s) if x is not None])
     return out
 
 
-def _entry(raw: Any, i: int) -> tuple[dict[str, Any] | None, str | None]:
+def _texts(v: Any, budget: _Budget, path: str) -> list[str]:
+    if not _is_list(v):
+        return []
+    budget.spend(len(v), path)
+    return [x for x in (_text(y) for y in v) if x]
+
+
+def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, str | None]:
     """One normalized entry, or (None, problem)."""
     if not isinstance(raw, dict):
         return None, f"entries[{i}] is not a record"
@@ -231,8 +295,8 @@ def _entry(raw: Any, i: int) -> tuple[dict[str, Any] | None, str | None]:
     pg = raw.get("process_group")
     if pg is None and "pg" in raw:  # already normalized (a packed dump)
         pg = [raw.get("pg"), raw.get("pg_desc", "")]
-    if isinstance(pg, list) and len(pg) >= 1:
-        pg_name, pg_desc = str(pg[0]), str(pg[1]) if len(pg) > 1 else ""
+    if _is_list(pg) and len(pg) >= 1:
+        pg_name, pg_desc = _text(pg[0]), _text(pg[1]) if len(pg) > 1 else ""
     elif raw.get("pg_id") is not None:
         pg_name, pg_desc = str(raw.get("pg_id")), ""
     else:
@@ -242,16 +306,19 @@ def _entry(raw: Any, i: int) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(is_p2p, bool):
         is_p2p = op.split(" ")[0] in ("send", "recv")
     frames = []
-    for f in raw.get("frames") or []:
-        if isinstance(f, dict) and len(frames) < MAX_FRAMES:
-            frames.append({"name": str(f.get("name", "")), "filename": str(f.get("filename", "")),
+    raw_frames = raw.get("frames")
+    for f in raw_frames[:MAX_FRAMES] if _is_list(raw_frames) else ():
+        if isinstance(f, dict):
+            frames.append({"name": _text(f.get("name")), "filename": _text(f.get("filename")),
                            "line": _int(f.get("line"))})
+    where = f"entries[{i}]"
     e = {"record_id": _int(raw.get("record_id")), "pg_id": _int(raw.get("pg_id")), "pg": pg_name, "pg_desc": pg_desc,
          "collective_seq_id": seq, "p2p_seq_id": _int(raw.get("p2p_seq_id")), "op_id": _int(raw.get("op_id")),
          "profiling_name": name, "state": state, "retired": raw.get("retired") is True, "is_p2p": is_p2p,
-         "input_sizes": _sizes(raw.get("input_sizes")), "output_sizes": _sizes(raw.get("output_sizes")),
-         "input_dtypes": [str(x) for x in raw.get("input_dtypes") or [] if isinstance(x, str)],
-         "output_dtypes": [str(x) for x in raw.get("output_dtypes") or [] if isinstance(x, str)],
+         "input_sizes": _sizes(raw.get("input_sizes"), budget, where),
+         "output_sizes": _sizes(raw.get("output_sizes"), budget, where),
+         "input_dtypes": _texts(raw.get("input_dtypes"), budget, where),
+         "output_dtypes": _texts(raw.get("output_dtypes"), budget, where),
          "time_created_ns": _int(raw.get("time_created_ns")), "timeout_ms": _int(raw.get("timeout_ms")),
          "frames": frames}
     return e, None
@@ -262,29 +329,33 @@ def parse_dump_json(obj: Any, where: str, rank: int | None = None) -> FRDump:
     safe unpickle returned).  The Service and the Blueprint call this on the `dump` of a
     `{"kind": "flight_recorder", "rank": N, "dump": {...}}` record.  Raises FRDumpError
     when the dump is unusable; entries that are not are skipped and listed in `problems`."""
-    obj = _plain(obj, where)
     if not isinstance(obj, dict):
         raise FRDumpError(where, f"a dump is a record (dict), not a {type(obj).__name__}")
+    budget = _Budget(where)
     entries = obj.get("entries", [])
-    if not isinstance(entries, list):
+    if not _is_list(entries):
         raise FRDumpError(where, "`entries` must be a list")
     if rank is None:
         rank = _int(obj.get("rank"))
     d = FRDump(rank=rank, where=where)
     v = obj.get("version")
-    d.version = None if v is None else str(v)
+    d.version = _text(v) or None
     nv = obj.get("nccl_version", obj.get("comm_lib_version"))
-    d.nccl_version = str(nv) if nv not in (None, "") else None
+    d.nccl_version = _text(nv) or None
     cfg = obj.get("pg_config") or {}
     if isinstance(cfg, dict):
+        budget.spend(len(cfg), "pg_config")
         for name, c in cfg.items():
             if not isinstance(c, dict) or name == "":
                 continue
-            d.pg_config[str(c.get("name") or name)] = {"desc": str(c.get("desc", "")), "ranks": _ranks(c.get("ranks"))}
+            ranks = c.get("ranks")
+            budget.spend(len(ranks) if isinstance(ranks, (str, list, tuple)) else 1, "pg_config")
+            d.pg_config[_text(c.get("name")) or _text(name)] = {"desc": _text(c.get("desc")), "ranks": _ranks(ranks)}
     else:
         d.problems.append("`pg_config` is not a record; ignored")
     st = obj.get("pg_status") or {}
     if isinstance(st, dict):
+        budget.spend(len(st), "pg_status")
         for pid, s in st.items():
             if isinstance(s, dict):
                 d.pg_status[str(pid)] = {k: n for k in ("last_enqueued_collective", "last_started_collective",
@@ -292,12 +363,18 @@ def parse_dump_json(obj: Any, where: str, rank: int | None = None) -> FRDump:
                                          if (n := _int(s.get(k))) is not None}
     else:
         d.problems.append("`pg_status` is not a record; ignored")
+    budget.spend(len(entries), "entries")
+    skipped = 0
     for i, raw in enumerate(entries):
-        e, problem = _entry(raw, i)
+        e, problem = _entry(raw, i, budget)
         if e is None:
-            d.problems.append(problem or f"entries[{i}] skipped")
+            skipped += 1
+            if skipped <= MAX_PROBLEMS:
+                d.problems.append(problem or f"entries[{i}] skipped")
         else:
             d.entries.append(e)
+    if skipped > MAX_PROBLEMS:
+        d.problems.append(f"and {skipped - MAX_PROBLEMS} more entries skipped")
     return d
 
 
@@ -354,8 +431,12 @@ def dump_line(dump: FRDump) -> str:
 def unpack_line(packed_hex: str, where: str = "flight recorder") -> FRDump:
     """Inverse of `dump_line` for the captured hex payload (validated again)."""
     try:
-        raw = json.loads(zlib.decompress(bytes.fromhex(packed_hex)).decode())
-    except (ValueError, zlib.error) as e:
+        z = zlib.decompressobj()
+        text = z.decompress(bytes.fromhex(packed_hex), MAX_DUMP_BYTES)
+        if z.unconsumed_tail:
+            raise ValueError(f"more than {MAX_DUMP_BYTES} bytes unpacked")
+        raw = json.loads(text.decode())
+    except (ValueError, zlib.error, RecursionError) as e:
         raise FRDumpError(where, f"corrupt packed dump: {e}") from None
     if not isinstance(raw, dict):
         raise FRDumpError(where, "corrupt packed dump: not a record")
