@@ -232,7 +232,7 @@ Fix: supply the matching record ID, who cancelled, and a timezone-aware time."""
     _c("RK507", "bad-flight-recorder-dump", "error", "A flight-recorder dump was refused or is unusable.",
        """What it does: reports a file under fr/ (or a `flight_recorder` observation record) that is not
 a plain flight-recorder dump: a pickle that asks for a class or function (GLOBAL, REDUCE, BUILD, ...),
-a truncated pickle, invalid JSON, a dump without `entries`, or one too large or too deeply nested.
+a truncated pickle, invalid JSON, a dump without `entries`, one too large or a reference bomb.
 The message gives the byte offset (pickle) or line and column (JSON); the dump is skipped, never run,
 and the other dumps are still analysed.  Entries of a usable dump that are malformed are skipped and
 listed as a warning.
