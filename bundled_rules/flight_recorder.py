@@ -36,9 +36,9 @@ MISMATCH = "NCCL_FR_COLLECTIVE_MISMATCH"
 # a rank's own evidence that its program (not its node) stalled
 WORKLOAD_EVIDENCE = frozenset({
     "PYTHON_GIL_HELD", "PYTHON_STACK_DUMP", "DATALOADER_TIMEOUT", "DATALOADER_WORKER_EXITED", "DATALOADER_BUS_ERROR",
-    "PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR", "NVRX_INJECTED_LOCK_GIL", "NVRX_INJECTED_WORKLOAD_EXC",
-    "NVRX_INJECTED_ASYNC_EXC", "NVRX_INJECTED_SIGNAL_EXC",
+    "PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR",
 })
+INJECTED = "NVRX_INJECTED_"  # a resiliency test's injected fault on the rank explains its stall
 
 
 def world_size(job):
@@ -76,7 +76,7 @@ def _workload_evidence(stream, job, culprits):
     by_symptom = {}
     found = {r: [] for r in culprits}
     for e in stream.node_events():
-        if e.symptom not in WORKLOAD_EVIDENCE:
+        if not e.symptom or not (e.symptom in WORKLOAD_EVIDENCE or e.symptom.startswith(INJECTED)):
             continue
         rank = rank_field(e)
         if rank is not None:

@@ -296,6 +296,20 @@ def test_gil_evidence_on_the_culprit_rank_makes_it_workload(bundled, tmp_path):
     assert c["evidence"][0]["symptom"] == "PYTHON_GIL_HELD"
 
 
+def test_nvrx_fault_injection_run_names_the_injected_ranks(bundled, tmp_path):
+    """An NVRx resiliency test injecting GPU_SLEEP on ranks 3 and 12: the injector's lines
+    explain the job, and the flight recorder names exactly those two ranks."""
+    sim = Sim(world=16, tp=8, faults={3: Fault("gpu", 4), 12: Fault("gpu", 4)})
+    inj = [f"[default{r}]:INFO:nvidia_resiliency_ext.shared_utils.inject_fault:seed=7 num_ranks_to_inject=2 "
+           f"ranks_to_inject=[3, 12] fault=<Fault.GPU_SLEEP: 2> delay=30.000" for r in (3, 12)]
+    res = attribute_dir(bundled, write_job(tmp_path / "job", sim, NODES2, applog_extra=inj))
+    assert res["root_cause"]["symptom"] == "NVRX_INJECTED_GPU_SLEEP"
+    fr = res["collectors"]["flight_recorder"]
+    assert fr["culprit_ranks"] == [3, 12] and fr["culprit_nodes"] == NODES2
+    assert {c["verdict"] for c in fr["culprits"]} == {"workload"}
+    assert "NCCL_FR_CULPRIT_RANK" not in res["symptoms"]
+
+
 def test_evidence_every_rank_printed_does_not_single_out_the_culprit(bundled, tmp_path):
     sim = Sim(world=16, tp=8, faults={11: Fault("hang", 4)})
     dumps = [f"[rank{r}]: Timeout (0:10:00)!" for r in range(16)]
