@@ -8,7 +8,8 @@
   * for every culprit rank (the one the stuck collectives wait for), on its node
     (through the job's rank map): NCCL_FR_CULPRIT_WORKLOAD when the rank's own
     evidence says its program stalled (Python stack dump, GIL held, DataLoader
-    timeout / worker death, an exception), else NCCL_FR_CULPRIT_RANK (the node is
+    timeout / worker death, an exception, an NVRx-injected fault), else
+    NCCL_FR_CULPRIT_RANK (the node is
     suspected; an Xid or CUDA error on it outranks the culprit symptom and makes
     the verdict hardware);
   * one data event with the whole analysis for the collector.
