@@ -43,7 +43,7 @@ from rulekit.inputs.observation import Observation
 MAX_DUMP_BYTES = 256 * 1024 * 1024
 MAX_VALUES = 5_000_000
 MAX_PROBLEMS = 20
-MAX_FRAMES = 4  # Python frames kept per entry (the innermost first, as PyTorch writes them)
+MAX_FRAMES = 4  # Python frames kept per pending entry (the innermost first, as PyTorch writes them)
 MAX_MEMO = 10_000_000
 SOURCE = "flight_recorder"
 FORMAT = "fr"
@@ -228,8 +228,10 @@ class _Budget:
 
 
 def _text(v: Any) -> str:
-    if isinstance(v, str):
+    if type(v) is str:
         return v
+    if isinstance(v, str):
+        return str(v)
     if isinstance(v, (bytes, bytearray)):
         return bytes(v).decode("utf-8", "replace")
     return "" if v is None else str(v) if isinstance(v, (int, float)) else ""
@@ -239,12 +241,15 @@ def _is_list(v: Any) -> bool:
     return isinstance(v, (list, tuple))
 
 
+_INT_TEXT = re.compile(r"\s*-?\d{1,30}\s*")
+
+
 def _int(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
+    if type(v) is int:
         return v
-    if isinstance(v, str) and re.fullmatch(r"-?\d+", v.strip()):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return int(v)
+    if isinstance(v, str) and _INT_TEXT.fullmatch(v):
         return int(v)
     return None
 
@@ -268,7 +273,10 @@ def _sizes(v: Any, budget: _Budget, path: str) -> list[list[int]]:
     for s in v:
         if _is_list(s):
             budget.spend(len(s), path)
-            out.append([x for x in (_int(y) for y in s) if x is not None])
+            if all(type(y) is int for y in s):  # the usual shape: a list of ints
+                out.append(list(s))
+            else:
+                out.append([x for x in (_int(y) for y in s) if x is not None])
     return out
 
 
@@ -276,13 +284,48 @@ def _texts(v: Any, budget: _Budget, path: str) -> list[str]:
     if not _is_list(v):
         return []
     budget.spend(len(v), path)
+    if all(type(y) is str for y in v):
+        return [y for y in v if y]
     return [x for x in (_text(y) for y in v) if x]
+
+
+_NORMALIZED_KEYS = frozenset({"record_id", "pg_id", "pg", "pg_desc", "collective_seq_id", "p2p_seq_id", "op_id",
+                              "profiling_name", "state", "retired", "is_p2p", "input_sizes", "output_sizes",
+                              "input_dtypes", "output_dtypes", "time_created_ns", "timeout_ms", "frames"})
+_OPT_INT = (int, type(None))
+
+
+def _normalized(raw: dict[str, Any], budget: _Budget) -> bool:
+    """Whether `raw` already is a normalized entry (a packed dump's): the exact keys,
+    each of the right type; then it is used as it is."""
+    if raw.keys() != _NORMALIZED_KEYS or type(raw["collective_seq_id"]) is not int or raw["state"] not in STATES \
+            or type(raw["pg"]) is not str or type(raw["pg_desc"]) is not str or type(raw["profiling_name"]) is not str \
+            or not raw["profiling_name"] or type(raw["retired"]) is not bool or type(raw["is_p2p"]) is not bool:
+        return False
+    for k in ("record_id", "pg_id", "p2p_seq_id", "op_id", "time_created_ns", "timeout_ms"):
+        if type(raw[k]) not in _OPT_INT:
+            return False
+    for k in ("input_sizes", "output_sizes"):
+        v = raw[k]
+        if type(v) is not list or not all(type(x) is list and all(type(y) is int for y in x) for x in v):
+            return False
+        budget.spend(len(v) + sum(len(x) for x in v), "entries")
+    for k in ("input_dtypes", "output_dtypes"):
+        v = raw[k]
+        if type(v) is not list or not all(type(x) is str for x in v):
+            return False
+    f = raw["frames"]
+    return type(f) is list and len(f) <= MAX_FRAMES and all(
+        type(x) is dict and type(x.get("name")) is str and type(x.get("filename")) is str
+        and type(x.get("line")) in _OPT_INT for x in f)
 
 
 def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, str | None]:
     """One normalized entry, or (None, problem)."""
     if not isinstance(raw, dict):
         return None, f"entries[{i}] is not a record"
+    if "pg" in raw and _normalized(raw, budget):
+        return raw, None
     seq = _int(raw.get("collective_seq_id"))
     if seq is None:
         return None, f"entries[{i}].collective_seq_id is missing or not an integer"
@@ -296,7 +339,8 @@ def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, st
     if pg is None and "pg" in raw:  # already normalized (a packed dump)
         pg = [raw.get("pg"), raw.get("pg_desc", "")]
     if _is_list(pg) and len(pg) >= 1:
-        pg_name, pg_desc = _text(pg[0]), _text(pg[1]) if len(pg) > 1 else ""
+        pg_name = pg[0] if type(pg[0]) is str else _text(pg[0])
+        pg_desc = "" if len(pg) < 2 else pg[1] if type(pg[1]) is str else _text(pg[1])
     elif raw.get("pg_id") is not None:
         pg_name, pg_desc = str(raw.get("pg_id")), ""
     else:
@@ -307,11 +351,12 @@ def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, st
         is_p2p = op.split(" ")[0] in ("send", "recv")
     frames = []
     raw_frames = raw.get("frames")
-    for f in raw_frames[:MAX_FRAMES] if _is_list(raw_frames) else ():
+    pending = state != "completed" and raw.get("retired") is not True  # only a stuck entry's stack is shown
+    for f in raw_frames[:MAX_FRAMES] if pending and _is_list(raw_frames) else ():
         if isinstance(f, dict):
             frames.append({"name": _text(f.get("name")), "filename": _text(f.get("filename")),
                            "line": _int(f.get("line"))})
-    where = f"entries[{i}]"
+    where = "entries"
     e = {"record_id": _int(raw.get("record_id")), "pg_id": _int(raw.get("pg_id")), "pg": pg_name, "pg_desc": pg_desc,
          "collective_seq_id": seq, "p2p_seq_id": _int(raw.get("p2p_seq_id")), "op_id": _int(raw.get("op_id")),
          "profiling_name": name, "state": state, "retired": raw.get("retired") is True, "is_p2p": is_p2p,
