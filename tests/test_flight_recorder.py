@@ -198,6 +198,17 @@ def test_timing_off_cannot_see_a_stuck_gpu():
     assert a.culprit_ranks == [] and a.stuck and "no rank is behind" in a.stuck[0].reason
 
 
+def test_a_wrapped_ring_buffer_is_not_a_culprit():
+    """Rank 0's buffer (TORCH_NCCL_TRACE_BUFFER_SIZE=1) kept only its last entry, and no
+    pg_status: what it dropped had completed, so only the rank that never reached the
+    stuck collective is named."""
+    dumps = Sim(world=4, tp=4, steps=8, faults={2: Fault("hang", 8)}).dumps()
+    dumps[0]["entries"] = dumps[0]["entries"][-1:]  # only the stuck all_reduce
+    dumps[0]["pg_status"] = {}
+    a = analyze({r: parse_dump_json(d, f"r{r}", r) for r, d in dumps.items()}, 4)
+    assert a.culprit_ranks == [2]
+
+
 def test_mismatched_sizes_are_found():
     a = analyze(_parsed(Sim(world=16, tp=8, faults={6: Fault("sizes", 3)})), 16)
     (m,) = a.mismatches

@@ -3,7 +3,8 @@ process group, which ranks it waits for, and which collectives do not match.
 
 Per process group (the `process_group` name, the same on every member): each
 member's progress is its last completed, started and enqueued collective
-sequence id (from `pg_status` and the entries; a `retired` entry completed).
+sequence id (from `pg_status` and the entries; a `retired` entry completed,
+and so did everything older than the oldest entry the ring buffer kept).
 The stuck collective is the earliest one some member has not completed while
 another member reached it.  At that sequence id every member is, from least to
 most progress: without a dump, not reached (never enqueued it), scheduled,
@@ -176,6 +177,11 @@ def _groups(dumps: Mapping[int, FRDump], world_size: int | None) -> dict[str, di
             p.completed = max(p.completed, s.get("last_completed_collective", 0))
             p.started = max(p.started, s.get("last_started_collective", 0), p.completed)
             p.enqueued = max(p.enqueued, s.get("last_enqueued_collective", 0), p.started)
+    for g in groups.values():
+        for p in g["progress"].values():
+            if p.entries:  # what the ring buffer dropped (older than its oldest entry) had completed
+                p.completed = max(p.completed, min(p.entries) - 1)
+                p.started = max(p.started, p.completed)
     if world_size:
         for name, g in groups.items():
             if g["desc"] == "default_pg" and not g["configured"]:
@@ -224,7 +230,7 @@ def _stuck_collective(name: str, g: dict[str, Any], dumps: Mapping[int, FRDump])
     seq = min(p.completed for p in prog.values()) + 1
     if not any(p.enqueued >= seq for p in prog.values()):
         return None  # every member finished all it enqueued: idle, not stuck
-    levels = {r: (_level(prog.get(r), seq) if r in dumps else NO_DUMP) for r in members}
+    levels = {r: (_level(prog[r], seq) if r in prog else NOT_REACHED if r in dumps else NO_DUMP) for r in members}
     states = {LEVEL_NAMES[lv]: sorted(r for r, x in levels.items() if x == lv) for lv in range(5)}
     states = {k: v for k, v in states.items() if v}
     entry = next((p.entries[seq] for p in prog.values() if seq in p.entries), None)
