@@ -121,7 +121,7 @@ def flight_recorder_culprits(context):
         stream.add(EventSpec(type="bad_node", symptom=MISMATCH, node=job.rank_to_node(rank) if rank is not None else None,
                              fields={"rank": rank, "ranks": ranges(m.ranks), "pg": m.group, "pg_desc": m.desc,
                                      "seq": m.seq, "what": m.what, "op": found.get("op"),
-                                     "expected_op": exp.get("op"), "datum": text},
+                                     "expected_op": exp.get("op")},
                              datum=text),
                    rule=RULE, cause=events.get(rank, any_event), reason=text)
     evidence = _workload_evidence(stream, job, a.culprit_ranks)
