@@ -39,6 +39,7 @@ WORKLOAD_EVIDENCE = frozenset({
     "PYTHON_GIL_HELD", "PYTHON_STACK_DUMP", "DATALOADER_TIMEOUT", "DATALOADER_WORKER_EXITED", "DATALOADER_BUS_ERROR",
     "PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR",
 })
+MAX_STUCK_SHOWN = 32  # stuck collectives listed in the result (all that name a culprit come first)
 INJECTED = "NVRX_INJECTED_"  # a resiliency test's injected fault on the rank explains its stall
 
 
@@ -196,7 +197,12 @@ def flight_recorder(context):
             entry["node_hardware"] = hw
         culprits.append(entry)
     culprit_nodes = sorted({c["node"] for c in culprits if c["node"]})
+    # every stuck collective that names a culprit, then a bounded number of the others
+    naming = [s for s in a["stuck"] if s["culprits"]]
+    others = [s for s in a["stuck"] if not s["culprits"]]
+    shown = naming + others[:max(0, MAX_STUCK_SHOWN - len(naming))]
     return {"culprit_ranks": a["culprit_ranks"], "culprit_nodes": culprit_nodes, "culprits": culprits,
-            "stuck": [{k: v for k, v in s.items() if k != "frames" or v} for s in a["stuck"]],
+            "stuck": [{k: v for k, v in s.items() if k != "frames" or v} for s in shown],
+            "stuck_groups": len(a["stuck"]),
             "mismatches": a["mismatches"], "blocked": a["blocked"], "dump_ranks": a["dump_ranks"],
             "missing_dumps": a["missing_dumps"], "reason": a["reason"], "problems": a.get("problems", [])}
