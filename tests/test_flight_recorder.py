@@ -341,7 +341,9 @@ def test_a_malicious_dump_in_fr_is_noted_and_the_rest_still_used(bundled, tmp_pa
     sim = Sim(world=8, tp=8, faults={2: Fault("hang", 3)})
     job = write_job(tmp_path / "job", sim, ["node0001"])
     (job / "fr" / "nccl_trace_rank_2").write_bytes(pickle.dumps({"entries": [_Evil(marker)]}))
+    (job / "fr" / "README.md").write_text("collected by the on-call script\n")
     jd = read_job_dir(job)
+    assert any(d.code == "RK504" and "fr/README.md" in d.message for d in jd.notes)
     (note,) = [d for d in jd.notes if d.code == "RK507"]
     assert note.span.file == "fr/nccl_trace_rank_2" and note.data["byte"] >= 0
     res = attribute_dir(bundled, job)

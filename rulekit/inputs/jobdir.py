@@ -25,7 +25,8 @@ from rulekit.inputs.jobinfo import (
     JobInfoError,
     SchedulerFailure,
 )
-from rulekit.inputs.flight_recorder import FRDumpError, dump_observation, observation_from_record, read_dump_file
+from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
+                                            read_dump_file)
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import toml_error_span
 
@@ -190,14 +191,14 @@ def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Obser
         if not p.is_file() or p.name.startswith("."):
             continue
         label = str(p.relative_to(root))
+        if rank_from_name(p.name) is None:
+            notes.append(Diagnostic("RK504", f"ignored `{label}` (flight-recorder dumps are fr/<prefix><rank>)",
+                                    Span(label, 1, 1)))
+            continue
         try:
             dump = read_dump_file(p, label)
         except FRDumpError as e:
             notes.append(fr_diagnostic(e, label))
-            continue
-        if dump.rank is None:
-            notes.append(Diagnostic("RK507", f"{label}: no rank in the file name (PyTorch names dumps <prefix><rank>)",
-                                    Span(label, 1, 1)))
             continue
         if dump.problems:
             shown = "; ".join(dump.problems[:5]) + (f"; and {len(dump.problems) - 5} more" if len(dump.problems) > 5 else "")
