@@ -229,6 +229,24 @@ def test_p2p_waits_for_the_peer_that_never_posted():
     assert analyze({0: d0, 1: d1}).culprit_ranks == []
 
 
+def test_pipeline_p2p_names_the_stage_both_neighbours_wait_for():
+    """A 4-stage pipeline on one group: stage 2 hangs, so stage 1's send to it and stage
+    3's receive from it never complete; stage 2 posted neither."""
+    def entry(name, state, rid):
+        return {"record_id": rid, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": 0,
+                "p2p_seq_id": rid + 1, "profiling_name": name, "state": state, "is_p2p": True,
+                "input_sizes": [[8]], "output_sizes": [[8]]}
+    cfg = {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}}
+    raw = {0: [entry("nccl:send 0->1", "completed", 0)],
+           1: [entry("nccl:recv 1<-0", "completed", 0), entry("nccl:send 1->2", "started", 1)],
+           2: [],
+           3: [entry("nccl:recv 3<-2", "started", 0)]}
+    a = analyze({r: parse_dump_json({"pg_config": cfg, "entries": es}, f"r{r}", r) for r, es in raw.items()})
+    assert a.culprit_ranks == [2]
+    assert sorted((s.op, s.waiting[0]) for s in a.stuck if s.kind == "p2p") == [
+        ("nccl:recv 3<-2", 3), ("nccl:send 1->2", 1)]
+
+
 def _groups_of(sim: Sim, rank: int) -> set[str]:
     return {g for g, (_, rs) in sim.groups().items() if rank in rs and g != "0"}
 
