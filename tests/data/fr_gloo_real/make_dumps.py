@@ -1,3 +1,12 @@
+"""How trace_rank_0 / trace_rank_1 were made (kept for provenance; not run by the tests).
+
+torch 2.13.0 CPU wheel in a scratch venv (never a dependency of rulekit), gloo backend
+with its flight recorder (TORCH_FR_BUFFER_SIZE): two ranks run three all_reduces, a
+broadcast and an all_reduce on a second group; then rank 0 enqueues one more
+all_reduce that rank 1 never joins, and both dump with `_dump_fr_trace()` (the same
+pickle layout as the NCCL dumps: version, pg_config, pg_status, entries with tuple
+process_group, frames, ...).  Paths inside the frames are those of that scratch run.
+"""
 import os, sys, pickle, json, time
 os.environ["TORCH_FR_BUFFER_SIZE"] = "100"
 os.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "100"
@@ -12,7 +21,7 @@ def run(rank, world):
         dist.all_reduce(t)
     dist.broadcast(t, 0)
     sub = dist.new_group([0, 1], group_desc="tp")
-    dist.all_gather_into_tensor(torch.zeros(8, 3), t, group=sub) if False else dist.all_reduce(t, group=sub)
+    dist.all_reduce(t, group=sub)
     if rank == 0:
         w = dist.all_reduce(t, async_op=True)   # rank 1 never joins
         time.sleep(2)
@@ -20,9 +29,7 @@ def run(rank, world):
         time.sleep(2)
     import torch._C._distributed_c10d as c
     data = c._dump_fr_trace()
-    open(f"/tmp/frreal/trace_rank_{rank}", "wb").write(data)
-    j = c._dump_fr_trace_json()
-    open(f"/tmp/frreal/trace_rank_{rank}.json", "w").write(j)
+    open(f"trace_rank_{rank}", "wb").write(data)
     os._exit(0)
 
 if __name__ == "__main__":
