@@ -15,7 +15,7 @@ from .common.pytrace import strip_prefix
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("NCCL_SHM_BUS_ERROR", outcome="infrastructure", sub_domain="container", rank=764,
+register_symptom("NCCL_SHM_BUS_ERROR", blame="environment", outcome="infrastructure", sub_domain="container", rank=764,
                  docs="A bus error (SIGBUS) with NCCL frames in its backtrace (`Caught signal 7 (Bus error ...)` ... "
                       "`ncclGroupEnd()`): NCCL's shared-memory segment was not backed by /dev/shm, typically a "
                       "container's default 64 MB (raise --shm-size or use --ipc=host).")

@@ -19,7 +19,7 @@ from .common.pytrace import ANSI, RANK_PREFIX, classify, exception_of
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("PYTHON_EXCEPTION_TAIL", outcome="application", sub_domain="python", rank=560,
+register_symptom("PYTHON_EXCEPTION_TAIL", blame="workload", outcome="application", sub_domain="python", rank=560,
                  docs="A Python exception's final line with no Traceback header above it (a pasted or truncated "
                       "tail): the program raised it. Weaker than a whole traceback (PYTHON_EXCEPTION outranks it); "
                       "a CUDA, NCCL or hardware symptom outranks it too.")

@@ -22,13 +22,13 @@ from .common.relations import STOPS
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("C10D_STORE_TIMEOUT", outcome="unknown", sub_domain="nccl", rank=402,
+register_symptom("C10D_STORE_TIMEOUT", blame="none", outcome="unknown", sub_domain="nccl", rank=402,
                  docs="A rank's c10d store socket timed out (`[c10d] waitForInput: socket SocketImpl(...) timed out "
                       "after 1800000ms`): it waited for another rank that did not arrive. A victim.")
-register_symptom("DATA_PREP_OUTLIVED_TIMEOUT", outcome="application", sub_domain="python", rank=615,
+register_symptom("DATA_PREP_OUTLIVED_TIMEOUT", blame="workload", outcome="application", sub_domain="python", rank=615,
                  docs="A rank was still preparing data (tokenising, dataset map, packing) when the others timed out "
                       "waiting for it: raise the collective timeout (ddp_timeout) or preprocess before training.")
-register_symptom("HOST_OOM_SUSPECTED", outcome="application", sub_domain="host_oom", rank=332,
+register_symptom("HOST_OOM_SUSPECTED", blame="workload", outcome="application", sub_domain="host_oom", rank=332,
                  docs="A rank was SIGKILLed with no other evidence (no scheduler stop, no kernel OOM line, no other "
                       "failure): most often the host's OOM killer. Weak: any named cause outranks it.")
 
