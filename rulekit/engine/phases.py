@@ -95,10 +95,15 @@ class AttributionState:
         try:
             return fn()
         except Exception as e:  # a rule's bug: report it, keep attributing
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-            self.errors.append({"rule": name, "error": f"{type(e).__name__}: {e}", "where": where})
+            self.errors.append(rule_error(name, e))
             return None
+
+
+def rule_error(rule: str, e: BaseException) -> dict[str, str]:
+    """A rule's exception as a `rule_errors` entry of the result."""
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    return {"rule": rule, "error": f"{type(e).__name__}: {e}", "where": where}
 
 
 # ---- phase 1: extraction ----------------------------------------------------------------------
@@ -115,6 +120,7 @@ class ExtractionPhase:
         self.year = job.start.year if job.start else None
         self.node_set = set(job.nodes)
         self.added = 0
+        self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         ctx = line_context(line, self.year)
@@ -200,7 +206,8 @@ class ExtractionPhase:
         acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
         try:
             acc.instance = rule.factory(ctx, line, caps)
-        except Exception:
+        except Exception as e:  # the rule's bug: reported, the line is skipped
+            self.errors.append(rule_error(rule.name, e))
             return None
         return acc
 
@@ -253,7 +260,8 @@ class _ActiveAccumulator:
             keep = False
             try:
                 keep = bool(self.instance.feed(line))
-            except Exception:
+            except Exception as e:  # reported; the accumulator stops and is finalized
+                phase.errors.append(rule_error(self.rule.name, e))
                 keep = False
             if not keep or self.fed >= self.rule.max_lines:
                 self.finish(phase)
@@ -265,7 +273,8 @@ class _ActiveAccumulator:
         self.done = True
         try:
             specs = list(self.instance.finalize() or [])
-        except Exception:
+        except Exception as e:  # reported; the accumulator emits nothing
+            phase.errors.append(rule_error(self.rule.name, e))
             specs = []
         for spec in specs:
             fields = dict(spec.fields)

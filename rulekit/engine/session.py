@@ -69,6 +69,7 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         state = AttributionState(self.engine, self.job, stream, trace)
+        state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
         partial = ReportPhase().apply(state)
