@@ -16,7 +16,8 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
    "realistic" keeps them (NCCL OOB lines, ~0.3 %) and mixes in 1.5 % evidence
    lines, the ~1.8 % of a failing training job's log.  The example's own log
    follows the noise.  Timed: the installed `rulekit attribute --format json`
-   (default settings: no RULEKIT_* variables) and rg over the application log,
+   (default settings: no RULEKIT_* variables, bytecode caching on as after a
+   pip install) and rg over the application log,
    both pinned to the same core, CPU seconds (user + sys) and wall seconds.
 2. *Warm start* on examples/xid149-nvlink: one run to fill caches, then best
    wall time of 5.
@@ -49,7 +50,7 @@ from extraction import ensure_rg, translate  # noqa: E402
 
 MiB = 1 << 20
 EXAMPLE = ROOT / "examples" / "xid149-nvlink"
-RULEKIT = Path(sys.executable).with_name("rulekit")
+RULEKIT = Path(sys.executable).with_name("rulekit")  # --cli overrides (e.g. another checkout's venv)
 DATA = HERE / ".data" / "vs_rg"
 REALISTIC_INJECT = 0.015
 
@@ -118,7 +119,8 @@ def run_ru(cmd: list[str], pin: bool = True) -> dict:
     """Run a command: wall and CPU seconds (its waited-for children included) and peak RSS (os.wait4)."""
     if pin and shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_")}
+    # a user's settings: no RULEKIT_* variables, and bytecode caching on (as after a pip install)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_") and k != "PYTHONDONTWRITEBYTECODE"}
     out_f = open(DATA / ".stdout", "wb+")
     err_f = open(DATA / ".stderr", "wb+")
     t = time.perf_counter()
@@ -227,7 +229,11 @@ def main(argv=None) -> int:
     ap.add_argument("--many-size-mb", type=float, default=16)
     ap.add_argument("--skip", default="", help="comma list of sections to skip: rates,warm,rss,many")
     ap.add_argument("--json", type=Path, help="also write the numbers as JSON")
+    ap.add_argument("--cli", type=Path, help="the rulekit executable to time (default: this venv's)")
     args = ap.parse_args(argv)
+    global RULEKIT
+    if args.cli:
+        RULEKIT = args.cli
     skip = set(filter(None, args.skip.split(",")))
     if not RULEKIT.exists():
         print(f"no installed CLI at {RULEKIT}")

@@ -70,7 +70,7 @@ def xid79_explains_node(context):
     s = context.symptoms
     if not any(x in s for x in OFF_BUS):
         return
-    node_events = [e for e in context.event_stream.bad_events() if e.node == context.node]
+    node_events = context.event_stream.query("bad_node", node=context.node)
     offbus = sorted((e for e in node_events if e.symptom in OFF_BUS), key=order_key)
     if not offbus:
         return

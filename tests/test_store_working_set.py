@@ -163,3 +163,14 @@ def test_accumulator_failures_reach_rule_errors(make_corpus):
         # the feed failure still finalizes: its event is there
         assert result["root_cause"]["symptom"] == "BOOM"
         assert len(s.attribute()["rule_errors"]) == 3  # reported by every attribution, not doubled
+
+
+def test_changes_of_a_dropped_stream_are_written():
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 4)
+    m.stream(ctx).demote(m.stream(ctx).all()[:3], rule="F")  # both streams dropped at once
+    m.flush()
+    got = [r[0] for r in m.conn.execute("SELECT et.name FROM events e JOIN event_types et ON et.id = e.event_type "
+                                        "ORDER BY e.id")]
+    assert got == ["interesting_node"] * 3 + [BAD]

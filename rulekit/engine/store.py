@@ -11,8 +11,9 @@ context's events around attribution (in a main-database table, so a spill
 carries them along).  `EventStream` is the per-job interface filters, refiners
 and collectors use: it decodes the job's events once, on first read, into a
 working set indexed by type and symptom, answers every query from it, and
-writes each change through to SQLite (batched), so the store stays the truth
-that checkpoint/restore and later readers see.
+writes its changes through to SQLite in one batch whenever the manager reads
+or snapshots the store (`flush()`), so the store stays the truth that
+checkpoint/restore and later readers see.
 Knows nothing about rules beyond their names.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -133,6 +135,8 @@ class EventManager:
         self.spill_threshold = spill_threshold
         self._rows_in_memory = 0
         self._closed = False
+        self.streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()  # holding a working set
+        self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
         self.conn.execute("BEGIN")
         for et in EventType:
             self.lookup("event_types", et.value)
@@ -200,11 +204,10 @@ class EventManager:
         cur = self.conn.execute(_INSERT, row)
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
-    def write_many(self, sql: str, rows: list[tuple]) -> None:
+    def execute_many(self, sql: str, rows: list[tuple]) -> None:
         """Run one statement over many rows in one transaction (attribution's changes)."""
         if not rows:
             return
-        self.flush()
         self.conn.execute("BEGIN")
         try:
             self.conn.executemany(sql, rows)
@@ -212,6 +215,9 @@ class EventManager:
             self.conn.execute("COMMIT")
 
     def flush(self) -> None:
+        """Make the store current: buffered inserts, and the changes streams hold."""
+        for s in list(self.pending):
+            s.write_through()
         if not self._buffer:
             return
         rows, self._buffer = self._buffer, []
@@ -254,6 +260,9 @@ class EventManager:
         if not exists:
             return
         self.flush()
+        for s in list(self.streams):  # their working sets describe the state being undone
+            if s.context_id == context_id:
+                s.forget()
         self.conn.execute("BEGIN")
         self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
         self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
@@ -282,6 +291,7 @@ class EventManager:
                 self.flush()
             else:
                 self._buffer.clear()
+                self.pending.clear()
             self.conn.close()
         finally:
             if self._private_dir:
@@ -337,7 +347,10 @@ class _WorkingSet:
         self.by_id: dict[int, Event] = {}
         self.by_type: dict[str, dict[int, Event]] = {}
         self.by_symptom: dict[str | None, dict[int, Event]] = {}
+        self.by_node: dict[str | None, dict[int, Event]] = {}
         self._unsorted: set[str] = set()
+        self.dirty: dict[int, Event] = {}  # changed since the last write-through
+        self.deleted: list[int] = []
         for e in events:
             self.put(e)
 
@@ -345,22 +358,28 @@ class _WorkingSet:
         self.by_id[e.id] = e
         self.by_type.setdefault(e.event_type, {})[e.id] = e
         self.by_symptom.setdefault(e.symptom, {})[e.id] = e
+        self.by_node.setdefault(e.node, {})[e.id] = e
 
     def remove(self, e: Event) -> None:
         del self.by_id[e.id]
         self.by_type[e.event_type].pop(e.id, None)
         self.by_symptom[e.symptom].pop(e.id, None)
+        self.by_node[e.node].pop(e.id, None)
+        self.dirty.pop(e.id, None)
+        self.deleted.append(e.id)
 
     def retype(self, e: Event, to: str) -> None:
         self.by_type[e.event_type].pop(e.id, None)
         e.event_type = to
         self.by_type.setdefault(to, {})[e.id] = e
         self._unsorted.add(to)
+        self.dirty[e.id] = e
 
     def resymptom(self, e: Event, symptom: str) -> None:
         self.by_symptom[e.symptom].pop(e.id, None)
         e.symptom = symptom
         self.by_symptom.setdefault(symptom, {})[e.id] = e
+        self.dirty[e.id] = e
 
     def of_type(self, t: str) -> dict[int, Event]:
         d = self.by_type.get(t)
@@ -370,6 +389,10 @@ class _WorkingSet:
             self._unsorted.discard(t)
             d = self.by_type[t] = dict(sorted(d.items()))
         return d
+
+
+def _by_id(e: Event) -> int:
+    return e.id
 
 
 def _type_name(t: str | EventType) -> str:
@@ -395,7 +418,29 @@ class EventStream:
             self.manager.flush()
             rows = self.manager.conn.execute(_SELECT + " ORDER BY e.id", (self.context_id,))
             self._ws = _WorkingSet(_decode(r) for r in rows)
+            self.manager.streams.add(self)
         return self._ws
+
+    def forget(self) -> None:
+        """Drop the working set (after a restore); the next read decodes the store again."""
+        self._ws = None
+        self.manager.streams.discard(self)
+        self.manager.pending.discard(self)
+
+    def write_through(self) -> None:
+        """Write the working set's changes to SQLite in one batch (each changed event
+        once).  The manager calls it before it reads or snapshots the store."""
+        ws = self._ws
+        if ws is None or not (ws.dirty or ws.deleted):
+            return
+        dirty, deleted = ws.dirty, ws.deleted
+        ws.dirty, ws.deleted = {}, []
+        self.manager.pending.discard(self)
+        m = self.manager
+        m.execute_many("DELETE FROM events WHERE id = ? AND context_id = ?", [(i, self.context_id) for i in deleted])
+        m.execute_many("UPDATE events SET event_type = ?, symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
+                       [(m.lookup("event_types", e.event_type), e.symptom, encode_payload(e.payload), e.id,
+                         self.context_id) for e in dirty.values()])
 
     # ---- reading ----
     def query(self, event_type: str | EventType | Sequence[str] | None = None, symptom: str | None = None,
@@ -407,10 +452,11 @@ class EventStream:
             types = (_type_name(event_type),)
         else:
             types = tuple(dict.fromkeys(_type_name(t) for t in event_type))
-        if symptom is not None:
-            pool: Iterable[Event] = ws.by_symptom.get(symptom, {}).values()
-            if len(ws.by_symptom.get(symptom, ())) > 1:
-                pool = sorted(pool, key=lambda e: e.id)
+        if symptom is not None or node is not None:  # the smaller index, in id order
+            a = ws.by_symptom.get(symptom, {}) if symptom is not None else None
+            b = ws.by_node.get(node, {}) if node is not None else None
+            pick = a if b is None or (a is not None and len(a) <= len(b)) else b
+            pool: Iterable[Event] = sorted(pick.values(), key=_by_id) if len(pick) > 1 else pick.values()
         elif types is not None and len(types) == 1:
             pool = ws.of_type(types[0]).values()
             types = None
@@ -422,6 +468,8 @@ class EventStream:
             if types is not None and e.event_type not in types:
                 continue
             if node is not None and e.node != node:
+                continue
+            if symptom is not None and e.symptom != symptom:
                 continue
             if rule is not None and e.rule != rule:
                 continue
@@ -481,8 +529,7 @@ class EventStream:
     def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str, action: str, reason: str) -> int:
         self._check_writable()
         ws = self._set()
-        to_id = self.manager.lookup("event_types", to.value)
-        rows = []
+        n = 0
         for given in events:
             e = ws.by_id.get(given.id)
             if e is None or e.event_type != frm.value:
@@ -493,10 +540,11 @@ class EventStream:
             ws.retype(e, to.value)
             if given is not e:  # a caller's copy stays in step
                 given.event_type, given.payload = e.event_type, e.payload
-            rows.append((to_id, encode_payload(e.payload), e.id, self.context_id))
+            n += 1
             self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
-        self.manager.write_many("UPDATE events SET event_type = ?, payload = ? WHERE id = ? AND context_id = ?", rows)
-        return len(rows)
+        if n:
+            self.manager.pending.add(self)
+        return n
 
     def demote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
         """bad -> interesting; returns how many changed."""
@@ -509,29 +557,28 @@ class EventStream:
     def discard(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
         self._check_writable()
         ws = self._set()
-        rows = []
+        n = 0
         for given in events:
             e = ws.by_id.get(given.id)
             if e is None:
                 continue
             ws.remove(e)
-            rows.append((e.id, self.context_id))
+            n += 1
             self.trace.append(TraceEntry(self.phase, rule, "discard", e.id, e.symptom, e.node, reason))
-        self.manager.write_many("DELETE FROM events WHERE id = ? AND context_id = ?", rows)
-        return len(rows)
+        if n:
+            self.manager.pending.add(self)
+        return n
 
     def set_symptom(self, event: Event, symptom: str, rule: str, reason: str = "") -> None:
         self._check_writable()
         ws = self._set()
-        e = ws.by_id.get(event.id, event)
+        e = ws.by_id.get(event.id)
+        if e is None:  # discarded, or not this job's: nothing to change
+            return
         e.payload["symptom"] = symptom
         e.payload.setdefault("history", []).append({"rule": rule, "action": "set_symptom", "reason": reason})
-        self.manager.write_many("UPDATE events SET symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
-                                [(symptom, encode_payload(e.payload), e.id, self.context_id)])
         self.trace.append(TraceEntry(self.phase, rule, "set_symptom", e.id, symptom, e.node, reason))
-        if e.id in ws.by_id:
-            ws.resymptom(e, symptom)
-        else:
-            e.symptom = symptom
+        ws.resymptom(e, symptom)
+        self.manager.pending.add(self)
         if event is not e:
             event.symptom, event.payload = symptom, e.payload
