@@ -173,4 +173,4 @@ def test_changes_of_a_dropped_stream_are_written():
     m.flush()
     got = [r[0] for r in m.conn.execute("SELECT et.name FROM events e JOIN event_types et ON et.id = e.event_type "
                                         "ORDER BY e.id")]
-    assert got == ["interesting_node"] * 3 + [BAD]
+    assert got == [EventType.INTERESTING_NODE.value] * 3 + [BAD]
