@@ -21,7 +21,7 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
    both pinned to the same core, CPU seconds (user + sys) and wall seconds.
 2. *Warm start* on examples/xid149-nvlink: one run to fill caches, then best
    wall time of 5.
-3. *Peak RSS* of `rulekit attribute` at several log sizes (1 % evidence).
+3. *Peak RSS* of `rulekit attribute` at several log sizes (the realistic log).
 4. *Many jobs*: `-j 2` against `-j 1` on --many job directories, best of 2
    interleaved rounds.
 
@@ -157,7 +157,7 @@ def summary(stdout: str) -> str:
 def section_rates(args, material, rg: str, pat_file: Path, report: dict) -> None:
     print(f"\n== end to end vs rg: {args.size_mb} MiB application log, {len(material[0])} extractor regexes ==")
     print(f"{'evidence':>10} {'lines':>9} {'ev. lines':>9} {'rulekit cpu':>11} {'rg cpu':>7} {'x rg cpu':>8} "
-          f"{'rulekit wall':>12} {'rg wall':>8} {'x rg wall':>9}  result")
+          f"{'rulekit wall':>12} {'rg wall':>8} {'x rg wall':>9} {'RSS':>8}  result")
     for rate in args.rates.split(","):
         realistic = rate == "realistic"
         pct = REALISTIC_INJECT * 100 if realistic else float(rate)
@@ -177,7 +177,8 @@ def section_rates(args, material, rg: str, pat_file: Path, report: dict) -> None
         report.setdefault("rates", []).append(row)
         label = f"{rate}{'' if realistic else ' %'}"
         print(f"{label:>10} {nlines:>9} {100 * hits / nlines:>8.2f}% {rk['cpu']:>10.2f}s {g['cpu']:>6.2f}s "
-              f"{row['x_rg_cpu']:>7.3f}x {rk['wall']:>11.2f}s {g['wall']:>7.2f}s {row['x_rg_wall']:>8.3f}x  "
+              f"{row['x_rg_cpu']:>7.3f}x {rk['wall']:>11.2f}s {g['wall']:>7.2f}s {row['x_rg_wall']:>8.3f}x "
+              f"{rk['rss'] / MiB:>5.0f}MiB  "
               f"{summary(rk['out'])}", flush=True)
 
 
@@ -190,9 +191,9 @@ def section_warm(args, report: dict) -> None:
 
 
 def section_rss(args, material, report: dict) -> None:
-    print("\n== peak RSS by log size (1 % evidence lines) ==")
+    print("\n== peak RSS by log size (realistic log) ==")
     for size in [float(s) for s in args.rss_sizes.split(",")]:
-        job = build_job(f"rate1-{size:g}MiB", size, 1.0, False, material)
+        job = build_job(f"realistic-{size:g}MiB", size, REALISTIC_INJECT * 100, True, material)
         r = rulekit(str(job))
         report.setdefault("rss", []).append({"size_mb": size, "rss": r["rss"], "wall": r["wall"]})
         print(f"{size:>8g} MiB log: peak RSS {r['rss'] / MiB:6.0f} MiB, {r['wall']:.2f} s wall", flush=True)
@@ -242,7 +243,7 @@ def main(argv=None) -> int:
     material = corpus_material()
     report: dict = {"patterns": len(material[0]), "evidence_pool": len(material[1])}
     print(f"{len(material[0])} extractor regexes, {len(material[1])} evidence lines in the pool; "
-          f"CLI {RULEKIT}; {os.cpu_count()} cores")
+          f"CLI {RULEKIT}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
     if "rates" not in skip:
         rg = ensure_rg()
         if not rg:
@@ -260,6 +261,7 @@ def main(argv=None) -> int:
         section_rss(args, material, report)
     if "many" not in skip:
         section_many(args, material, report)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (wall times are only comparable on an idle machine)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0

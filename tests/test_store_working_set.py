@@ -174,3 +174,46 @@ def test_changes_of_a_dropped_stream_are_written():
     got = [r[0] for r in m.conn.execute("SELECT et.name FROM events e JOIN event_types et ON et.id = e.event_type "
                                         "ORDER BY e.id")]
     assert got == [EventType.INTERESTING_NODE.value] * 3 + [BAD]
+
+
+def _repeated_job(n: int) -> tuple:
+    job = job_from_mapping({"id": "rep", "state": "FAILED", "nodes": ["node-01", "node-02"], "tasks_per_node": 8})
+    app = []
+    for i in range(n):
+        app.append(f"[rank{i % 16}]:[E ProcessGroupNCCL.cpp:616] [Rank {i % 16}] Watchdog caught collective "
+                   f"operation timeout: WorkNCCL(SeqNum={1000 + i}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                   f"Timeout(ms)=600000) ran for 600{i:03d} milliseconds before timing out.")
+        app.append(f"12: step {i} loss=2.0")
+    sys_lines = [f"Jun  1 03:12:{i % 60:02d} node-02 kernel: [ 58{i:02d}.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+                 "GPU has fallen off the bus." for i in range(n // 4)]
+    return job, [Observation(source="applog", lines=app, label="applog/train.log"),
+                 Observation(source="syslog", node="node-02", lines=sys_lines, label="syslog/node-02.log")]
+
+
+def test_repeated_evidence_beyond_the_cap_is_aggregated_with_the_same_result(bundled):
+    job, observations = _repeated_job(300)
+    with Session(bundled, job, repeat_cap=10**9) as s:
+        s.ingest_batch(observations)
+        full = s.attribute()
+        full_events = s.manager.count(s.context_id)
+    with Session(bundled, job, repeat_cap=8) as s:
+        s.ingest_batch(observations)
+        capped = s.attribute()
+        assert s.manager.count(s.context_id) < full_events / 5  # held: 8 per (rule, type, symptom, node)
+        rows = s.manager.conn.execute(
+            "SELECT symptom, resources, count, first_line, last_line FROM event_repeats ORDER BY id").fetchall()
+    assert capped == full  # evidence_omitted counts the aggregated repeats too
+    assert capped["evidence_omitted"] > 0
+    by_sym = {(r[0], r[1]): r[2:] for r in rows}
+    xid = by_sym[("XID-79-FALLEN_OFF_THE_BUS", "node-02")]
+    assert xid == (75 - 8, 9, 75)  # count, first and last line of the repeats
+
+
+def test_a_large_in_memory_store_spills_by_size():
+    m = EventManager(buffer_size=50, spill_bytes=256 << 10)
+    ctx = m.context("j")
+    for i in range(2000):
+        m.add(ctx, BAD, "R", None, None, i, "x" * 400, "n", {"symptom": "S", "fields": {}})
+    m.flush()
+    assert m.spilled and m.count(ctx) == 2000
+    m.close()

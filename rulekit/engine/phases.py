@@ -109,10 +109,19 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-class ExtractionPhase:
-    """Runs extractors and accumulators over one observation; returns events added."""
+REPEAT_CAP = 64  # events kept per (rule, event type, symptom, node); later repeats are aggregated
 
-    def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo):
+
+class ExtractionPhase:
+    """Runs extractors and accumulators over one observation; returns events added.
+
+    Bounded memory: an extractor's evidence with the same (rule, event type,
+    symptom, node) is stored as events up to `repeat_cap` times per job; beyond
+    that each observation's repeats are aggregated into one `event_repeats` row
+    (count, first and last line, last timestamp) instead of being held."""
+
+    def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
+                 repeat_cap: int = REPEAT_CAP):
         self.engine = engine
         self.manager = manager
         self.context_id = context_id
@@ -121,6 +130,9 @@ class ExtractionPhase:
         self.node_set = set(job.nodes)
         self.added = 0
         self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
+        self.repeat_cap = repeat_cap
+        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
+        self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         ctx = line_context(line, self.year)
@@ -176,6 +188,10 @@ class ExtractionPhase:
                 progress(len(chunk))
         for acc in active:
             acc.finish(self)
+        if self._repeats:
+            self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
+                                      for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
+            self._repeats.clear()
         self.manager.flush()
         return self.added - before
 
@@ -195,8 +211,20 @@ class ExtractionPhase:
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
+        etype = EMIT_TYPES[emit.type].value
+        key = (rule.name, etype, symptom, node)
+        kept = self._kept.get(key, 0)
+        if kept >= self.repeat_cap:
+            agg = self._repeats.get((oc, key))
+            if agg is None:
+                self._repeats[(oc, key)] = [1, line_num, line_num, ts]
+            else:
+                agg[0] += 1
+                agg[2], agg[3] = line_num, ts or agg[3]
+            return
+        self._kept[key] = kept + 1
         payload = {"node": node, "symptom": symptom, "fields": fields}
-        self.manager.add(self.context_id, EMIT_TYPES[emit.type].value, rule.name, oc, ts, line_num, line, node, payload)
+        self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
         self.added += 1
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,

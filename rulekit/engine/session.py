@@ -15,6 +15,7 @@ from rulekit.rules.corpus import RuleEngine
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.observation import Observation
 from rulekit.engine.phases import (
+    REPEAT_CAP,
     AttributionState,
     CollectionPhase,
     ExtractionPhase,
@@ -29,13 +30,13 @@ _counter = itertools.count(1)
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None):
+                 context: str | None = None, repeat_cap: int = REPEAT_CAP):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
         self.manager = manager or EventManager(engine.rule_names())
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
-        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job)
+        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []
         self.observations: list[str] = []
@@ -75,6 +76,9 @@ class Session:
         partial = ReportPhase().apply(state)
         CollectionPhase().apply(state, partial)
         result = ReportPhase().apply(state)
+        aggregated = self.manager.repeats(self.context_id)
+        if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
+            result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated
         self.trace = trace
         if with_trace:
             result["trace"] = [t.to_dict() for t in trace]

@@ -56,6 +56,18 @@ CREATE TABLE IF NOT EXISTS events(
     payload TEXT);
 CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom);
 CREATE INDEX IF NOT EXISTS events_by_node ON events(context_id, resources);
+CREATE TABLE IF NOT EXISTS event_repeats(
+    id INTEGER PRIMARY KEY,
+    context_id INTEGER NOT NULL REFERENCES contexts(id),
+    obs_context_id INTEGER REFERENCES observation_contexts(id),
+    source_rule INTEGER REFERENCES rules(id),
+    event_type INTEGER NOT NULL REFERENCES event_types(id),
+    symptom TEXT,
+    resources TEXT,
+    count INTEGER NOT NULL,
+    first_line INTEGER,
+    last_line INTEGER,
+    last_timestamp TEXT);
 CREATE TABLE IF NOT EXISTS checkpoints(context_id INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS checkpoint_events AS SELECT * FROM events WHERE 0;
 CREATE INDEX IF NOT EXISTS checkpoint_events_by_context ON checkpoint_events(context_id);
@@ -67,6 +79,7 @@ _INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own columns
 
 MAX_DATUM = 4096  # characters of the source line kept on an event
+SPILL_BYTES = 64 << 20  # an in-memory database larger than this moves to a private file
 
 
 @dataclass(slots=True)
@@ -124,7 +137,7 @@ class EventManager:
     """Owns the SQLite connection shared by every job context in one process."""
 
     def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = 2000,
-                 spill_threshold: int = 250_000):
+                 spill_threshold: int = 250_000, spill_bytes: int = SPILL_BYTES):
         self.path = path
         self._private_dir: str | None = None
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
@@ -132,7 +145,8 @@ class EventManager:
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
         self._buffer: list[tuple] = []
         self.buffer_size = buffer_size
-        self.spill_threshold = spill_threshold
+        self.spill_threshold = spill_threshold  # rows, or
+        self.spill_bytes = spill_bytes  # bytes of database pages
         self._rows_in_memory = 0
         self._closed = False
         self.streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()  # holding a working set
@@ -226,8 +240,27 @@ class EventManager:
         self.conn.execute("COMMIT")
         if self.path is None and self._private_dir is None:
             self._rows_in_memory += len(rows)
-            if self._rows_in_memory > self.spill_threshold:
+            if self._rows_in_memory > self.spill_threshold or self._db_bytes() > self.spill_bytes:
                 self._spill()
+
+    def _db_bytes(self) -> int:
+        count = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(count) * int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def add_repeats(self, rows: list[tuple]) -> None:
+        """Record evidence aggregated beyond the per-key cap: rows of (context_id,
+        obs_context_id, rule, event_type, symptom, node, count, first_line,
+        last_line, last_timestamp)."""
+        self.execute_many(
+            "INSERT INTO event_repeats(context_id, obs_context_id, source_rule, event_type, symptom, resources, count, "
+            "first_line, last_line, last_timestamp) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(c, oc, self.lookup("rules", r) if r else None, self.lookup("event_types", t), *rest)
+             for c, oc, r, t, *rest in rows])
+
+    def repeats(self, context_id: int) -> int:
+        """How many events of a context were aggregated rather than stored."""
+        got = self.conn.execute("SELECT SUM(count) FROM event_repeats WHERE context_id = ?", (context_id,)).fetchone()
+        return int(got[0] or 0)
 
     def _spill(self) -> None:
         """Move the in-memory database to a private file (mode 0700 folder)."""
