@@ -21,7 +21,7 @@ from typing import Any, Callable
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import line_context
+from rulekit.extract.linectx import host_of, rank_of, timestamp_of
 from rulekit.rules.model import (
     EMIT_TYPES,
     AccumulatorRule,
@@ -135,25 +135,29 @@ class ExtractionPhase:
         self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
-        ctx = line_context(line, self.year)
+        """The line's node and what the line says of itself (rank, uptime, "_ts");
+        the printing host is read only when the node is not declared."""
+        ts, uptime = timestamp_of(line, self.year)
+        rank = rank_of(line)
         extra: dict[str, Any] = {}
-        if ctx.rank is not None:
-            extra["rank"] = ctx.rank
-        if ctx.uptime is not None:
-            extra["uptime"] = ctx.uptime
-        if ctx.timestamp is not None:
-            extra["_ts"] = ctx.timestamp
+        if rank is not None:
+            extra["rank"] = rank
+        if uptime is not None:
+            extra["uptime"] = uptime
+        if ts is not None:
+            extra["_ts"] = ts
         if obs.node:
             extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
             return obs.node, extra
         if obs.source == "scheduler":
             return None, extra  # the record's own lines: only the node JobInfo names
-        if ctx.host:
-            host = self.engine.config.canonical_node(ctx.host)
+        host_name = host_of(line)
+        if host_name:
+            host = self.engine.config.canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
                 return host, extra
-        if ctx.rank is not None:
-            node = self.job.rank_to_node(ctx.rank)
+        if rank is not None:
+            node = self.job.rank_to_node(rank)
             if node:
                 return node, extra
         if len(self.job.nodes) == 1:

@@ -78,6 +78,7 @@ _COLUMNS = ("context_id, event_type, source_rule, obs_context_id, timestamp, lin
 _INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own columns
 
+_BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
 MAX_DATUM = 4096  # characters of the source line kept on an event
 SPILL_BYTES = 64 << 20  # an in-memory database larger than this moves to a private file
 
@@ -104,11 +105,11 @@ class Event:
 
     @property
     def is_bad(self) -> bool:
-        return self.event_type == EventType.BAD_NODE.value
+        return self.event_type == _BAD
 
     @property
     def is_interesting(self) -> bool:
-        return self.event_type == EventType.INTERESTING_NODE.value
+        return self.event_type == _INTERESTING
 
     def to_evidence(self) -> dict[str, Any]:
         return {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
@@ -338,9 +339,12 @@ class EventManager:
             pass
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps(**options) builds one per call
+
+
 def encode_payload(payload: dict[str, Any]) -> str:
     """The payload column: everything but the keys stored in their own columns."""
-    return json.dumps({k: v for k, v in payload.items() if k not in _COLUMN_KEYS}, sort_keys=True, default=str)
+    return _ENCODER.encode({k: v for k, v in payload.items() if k not in _COLUMN_KEYS})
 
 
 def _clip(text: str | None) -> str | None:
@@ -373,8 +377,9 @@ class ReadOnlyStreamError(RuntimeError):
 class _WorkingSet:
     """One context's events, decoded once: by id (id order), by type and by symptom.
 
-    Per-type tables stay in id order except after a retype appends to one; they
-    are re-sorted on the next read of that type."""
+    Every table is in id order (new events get larger ids) except where a retype
+    or a symptom change appended to one; that one is re-sorted on its next read.
+    A node never changes, so the node table never needs it."""
 
     def __init__(self, events: Iterable[Event]):
         self.by_id: dict[int, Event] = {}
@@ -382,6 +387,7 @@ class _WorkingSet:
         self.by_symptom: dict[str | None, dict[int, Event]] = {}
         self.by_node: dict[str | None, dict[int, Event]] = {}
         self._unsorted: set[str] = set()
+        self._unsorted_symptoms: set[str | None] = set()
         self.dirty: dict[int, Event] = {}  # changed since the last write-through
         self.deleted: list[int] = []
         for e in events:
@@ -412,7 +418,17 @@ class _WorkingSet:
         self.by_symptom[e.symptom].pop(e.id, None)
         e.symptom = symptom
         self.by_symptom.setdefault(symptom, {})[e.id] = e
+        self._unsorted_symptoms.add(symptom)
         self.dirty[e.id] = e
+
+    def of_symptom(self, symptom: str) -> dict[int, Event]:
+        d = self.by_symptom.get(symptom)
+        if d is None:
+            return {}
+        if symptom in self._unsorted_symptoms:
+            self._unsorted_symptoms.discard(symptom)
+            d = self.by_symptom[symptom] = dict(sorted(d.items()))
+        return d
 
     def of_type(self, t: str) -> dict[int, Event]:
         d = self.by_type.get(t)
@@ -422,10 +438,6 @@ class _WorkingSet:
             self._unsorted.discard(t)
             d = self.by_type[t] = dict(sorted(d.items()))
         return d
-
-
-def _by_id(e: Event) -> int:
-    return e.id
 
 
 def _type_name(t: str | EventType) -> str:
@@ -485,11 +497,11 @@ class EventStream:
             types = (_type_name(event_type),)
         else:
             types = tuple(dict.fromkeys(_type_name(t) for t in event_type))
-        if symptom is not None or node is not None:  # the smaller index, in id order
-            a = ws.by_symptom.get(symptom, {}) if symptom is not None else None
+        if symptom is not None or node is not None:  # the smaller index (each is in id order)
+            a = ws.of_symptom(symptom) if symptom is not None else None
             b = ws.by_node.get(node, {}) if node is not None else None
             pick = a if b is None or (a is not None and len(a) <= len(b)) else b
-            pool: Iterable[Event] = sorted(pick.values(), key=_by_id) if len(pick) > 1 else pick.values()
+            pool: Iterable[Event] = pick.values()
         elif types is not None and len(types) == 1:
             pool = ws.of_type(types[0]).values()
             types = None
