@@ -25,7 +25,8 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
 4. *Many jobs*: `-j 2` against `-j 1` on --many job directories, best of 2
    interleaved rounds.
 
-Job directories are built once and cached under bench/.data/ (git-ignored).
+Job directories are built once and cached under bench/.data/ (git-ignored); a
+log larger than 256 MiB repeats its first 256 MiB (same evidence mix; faster).
 Bounded: the defaults finish in a few minutes; larger sizes by flag.
 """
 from __future__ import annotations
@@ -53,6 +54,7 @@ EXAMPLE = ROOT / "examples" / "xid149-nvlink"
 RULEKIT = Path(sys.executable).with_name("rulekit")  # --cli overrides (e.g. another checkout's venv)
 DATA = HERE / ".data" / "vs_rg"
 REALISTIC_INJECT = 0.015
+GENERATE_MAX = 256 * MiB  # beyond this a log repeats its first 256 MiB
 
 
 # ---- material ----------------------------------------------------------------------------
@@ -80,8 +82,9 @@ def write_log(path: Path, size: int, rate: float, keep_natural: bool, evidence: 
     rng = random.Random(seed)
     tmp = path.with_suffix(".tmp")
     written = 0
+    fresh = min(size, GENERATE_MAX)
     with open(tmp, "wb") as out:
-        while written < size:
+        while written < fresh:
             block = [f"{rng.randrange(32)}: {benign_line(rng)}" for _ in range(5000)]
             if not keep_natural:  # drop the benign lines some extractor matches
                 data = ("\n".join(block) + "\n").encode()
@@ -96,6 +99,15 @@ def write_log(path: Path, size: int, rate: float, keep_natural: bool, evidence: 
             data = ("\n".join(lines) + "\n").encode()
             out.write(data)
             written += len(data)
+    if written < size:  # larger logs repeat the generated part (generating is slower than attributing)
+        block = tmp.read_bytes()
+        with open(tmp, "ab") as out:
+            while written < size:
+                part = block[: size - written]
+                part = part[: part.rfind(b"\n") + 1] or block
+                out.write(part)
+                written += len(part)
+    with open(tmp, "ab") as out:
         out.write((EXAMPLE / "applog" / "train.log").read_bytes())
     tmp.replace(path)
 

@@ -109,7 +109,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-REPEAT_CAP = 64  # events kept per (rule, event type, symptom, node); later repeats are aggregated
+REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node); later repeats are aggregated
 
 
 class ExtractionPhase:
