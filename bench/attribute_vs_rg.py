@@ -99,6 +99,7 @@ def write_log(path: Path, size: int, rate: float, keep_natural: bool, evidence: 
             data = ("\n".join(lines) + "\n").encode()
             out.write(data)
             written += len(data)
+    written = tmp.stat().st_size
     if written < size:  # larger logs repeat the generated part (generating is slower than attributing)
         block = tmp.read_bytes()
         with open(tmp, "ab") as out:
@@ -133,6 +134,11 @@ def run_ru(cmd: list[str], pin: bool = True) -> dict:
         cmd = ["taskset", "-c", "0", *cmd]
     # a user's settings: no RULEKIT_* variables, and bytecode caching on (as after a pip install)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    # Peak RSS through GNU time: a child forked from this (large) process would report
+    # this process's high-water mark as its own (Linux keeps it across exec).
+    timing = DATA / ".time"
+    if shutil.which("time") or Path("/usr/bin/time").exists():
+        cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(timing), *cmd]
     out_f = open(DATA / ".stdout", "wb+")
     err_f = open(DATA / ".stderr", "wb+")
     t = time.perf_counter()
@@ -145,10 +151,12 @@ def run_ru(cmd: list[str], pin: bool = True) -> dict:
     out, err = out_f.read().decode("utf-8", "replace"), err_f.read().decode("utf-8", "replace")
     out_f.close()
     err_f.close()
-    # ru_maxrss is the largest child of the waited process tree's leader; pool workers
-    # are counted in CPU (their parent waits for them) but RSS is the leader's own
-    return {"wall": dt, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024, "rc": p.returncode,
-            "out": out, "err": err}
+    cpu, rss = ru.ru_utime + ru.ru_stime, -1
+    if cmd[0] == "/usr/bin/time":
+        fields = timing.read_text().split()[-3:]  # "Command exited with non-zero status" may precede
+        rss, cpu = int(fields[0]) * 1024, float(fields[1]) + float(fields[2])
+    # CPU includes the waited-for children (pool workers); RSS is the measured process's own
+    return {"wall": dt, "cpu": cpu, "rss": rss, "rc": p.returncode, "out": out, "err": err}
 
 
 def rulekit(*args: str, pin: bool = True) -> dict:
@@ -207,8 +215,11 @@ def section_rss(args, material, report: dict) -> None:
     for size in [float(s) for s in args.rss_sizes.split(",")]:
         job = build_job(f"realistic-{size:g}MiB", size, REALISTIC_INJECT * 100, True, material)
         r = rulekit(str(job))
-        report.setdefault("rss", []).append({"size_mb": size, "rss": r["rss"], "wall": r["wall"]})
-        print(f"{size:>8g} MiB log: peak RSS {r['rss'] / MiB:6.0f} MiB, {r['wall']:.2f} s wall", flush=True)
+        actual = (job / "applog" / "train.log").stat().st_size / MiB
+        res = json.loads(r["out"])
+        report.setdefault("rss", []).append({"size_mb": actual, "rss": r["rss"], "wall": r["wall"], "cpu": r["cpu"]})
+        print(f"{actual:>8.0f} MiB log: peak RSS {r['rss'] / MiB:6.0f} MiB, {r['wall']:.2f} s wall, "
+              f"{r['cpu']:.2f} s CPU, evidence omitted {res.get('evidence_omitted', 0)}", flush=True)
 
 
 def section_many(args, material, report: dict) -> None:
