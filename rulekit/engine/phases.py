@@ -109,16 +109,17 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node); later repeats are aggregated
+REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
 
 
 class ExtractionPhase:
     """Runs extractors and accumulators over one observation; returns events added.
 
-    Bounded memory: an extractor's evidence with the same (rule, event type,
-    symptom, node) is stored as events up to `repeat_cap` times per job; beyond
-    that each observation's repeats are aggregated into one `event_repeats` row
-    (count, first and last line, last timestamp) instead of being held."""
+    Bounded memory: the same evidence — one extractor, event type, symptom, node
+    and captured values (whatever the rank prefix, timestamp or line) — is
+    stored as events up to `repeat_cap` times per job; beyond that each
+    observation's repeats are aggregated into one `event_repeats` row (count,
+    first and last line, last timestamp) instead of being held."""
 
     def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
                  repeat_cap: int = REPEAT_CAP):
@@ -194,7 +195,7 @@ class ExtractionPhase:
             acc.finish(self)
         if self._repeats:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
-                                      for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
+                                      for (oc_, (rule, etype, sym, node, _caps)), agg in self._repeats.items()])
             self._repeats.clear()
         self.manager.flush()
         return self.added - before
@@ -216,7 +217,7 @@ class ExtractionPhase:
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
         etype = EMIT_TYPES[emit.type].value
-        key = (rule.name, etype, symptom, node)
+        key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
         if kept >= self.repeat_cap:
             agg = self._repeats.get((oc, key))

@@ -24,8 +24,11 @@ from rulekit.engine.phases import (
     ReportPhase,
 )
 from rulekit.engine.store import EventManager, TraceEntry
+from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
+# the event types the report's evidence lists (`EventStream.node_events`)
+EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, EventType.BAD_PEERS.value)
 
 
 class Session:
@@ -76,7 +79,7 @@ class Session:
         partial = ReportPhase().apply(state)
         CollectionPhase().apply(state, partial)
         result = ReportPhase().apply(state)
-        aggregated = self.manager.repeats(self.context_id)
+        aggregated = self.manager.repeats(self.context_id, EVIDENCE_TYPES)
         if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
             result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated
         self.trace = trace

@@ -258,10 +258,16 @@ class EventManager:
             [(c, oc, self.lookup("rules", r) if r else None, self.lookup("event_types", t), *rest)
              for c, oc, r, t, *rest in rows])
 
-    def repeats(self, context_id: int) -> int:
-        """How many events of a context were aggregated rather than stored."""
-        got = self.conn.execute("SELECT SUM(count) FROM event_repeats WHERE context_id = ?", (context_id,)).fetchone()
-        return int(got[0] or 0)
+    def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
+        """How many events of a context (of these types) were aggregated rather than stored."""
+        sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]
+        if event_types is not None:
+            sql += (" JOIN event_types t ON t.id = r.event_type WHERE r.context_id = ? "
+                    f"AND t.name IN ({','.join('?' * len(event_types))})")
+            args += list(event_types)
+        else:
+            sql += " WHERE r.context_id = ?"
+        return int(self.conn.execute(sql, args).fetchone()[0] or 0)
 
     def _spill(self) -> None:
         """Move the in-memory database to a private file (mode 0700 folder)."""
