@@ -141,3 +141,12 @@ def test_scanner_analysis_cache_is_validated(cache_dir):
     assert Accelerator(patterns).scan(data) == want
     assert diskcache.load("scan", entry.name[len("scan-"):-4]) is not None
     assert [a.key_text for a in warm.analysis] == [a.key_text for a in Accelerator(patterns).analysis]
+
+
+def test_the_same_files_named_differently_do_not_share_diagnostics(make_corpus, cache_dir, monkeypatch):
+    root = make_corpus({**CORPUS, "bad.toml": '[[symptom]]\nname = "X"\nrank = 1\noutcome = "nope"\nsub_domain = "s"\n'})
+    absolute = load_corpus([root])
+    monkeypatch.chdir(root.parent)
+    relative = load_corpus([Path(root.name)])
+    assert absolute.diagnostics and {str(d.span.file) for d in absolute.diagnostics} == {str(root / "bad.toml")}
+    assert {str(d.span.file) for d in relative.diagnostics} == {str(Path(root.name) / "bad.toml")}

@@ -56,8 +56,8 @@ def open_cache(paths: Sequence[Path]) -> CorpusCache | None:
             data = f.read_bytes()
         except OSError:
             return None  # the loader reports it; do not cache a load that cannot read
-        parts += [str(f.resolve()), data]
-    parts += [str(p.resolve()) for p in paths]
+        parts += [str(f), str(f.resolve()), data]  # as given too: diagnostics' spans name files so
+    parts += [str(p) for p in paths]
     key = cache.make_key(*parts)
     got = cache.load(KIND, key)
     if (isinstance(got, dict) and isinstance(got.get("asts"), dict) and isinstance(got.get("tomls"), dict)
