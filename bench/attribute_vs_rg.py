@@ -136,11 +136,11 @@ def run_ru(cmd: list[str], pin: bool = True) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_") and k != "PYTHONDONTWRITEBYTECODE"}
     # Peak RSS through GNU time: a child forked from this (large) process would report
     # this process's high-water mark as its own (Linux keeps it across exec).
-    timing = DATA / ".time"
+    timing = DATA / f".time-{os.getpid()}"  # per benchmark process: two may run at once
     if shutil.which("time") or Path("/usr/bin/time").exists():
         cmd = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(timing), *cmd]
-    out_f = open(DATA / ".stdout", "wb+")
-    err_f = open(DATA / ".stderr", "wb+")
+    out_f = open(DATA / f".stdout-{os.getpid()}", "wb+")
+    err_f = open(DATA / f".stderr-{os.getpid()}", "wb+")
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, env=env)
     _pid, status, ru = os.wait4(p.pid, 0)
