@@ -253,13 +253,24 @@ Fix: check that the logs were copied into the folder."""),
        """What it does: rejects an execution cancellation or allocation failure whose record ID
 does not match, whose identity is missing, or whose timestamp is missing or naive.
 Fix: supply the matching record ID, who cancelled, and a timezone-aware time."""),
-    _c("RK507", "unreadable-job-file", "error", "A file of the job directory cannot be read.",
+    _c("RK507", "bad-flight-recorder-dump", "error", "A flight-recorder dump was refused or is unusable.",
+       """What it does: reports a file under fr/ (or a `flight_recorder` observation record) that is not
+a plain flight-recorder dump: a pickle that asks for a class or function (GLOBAL, REDUCE, BUILD, ...),
+a truncated pickle, invalid JSON, a dump without `entries`, one too large or a reference bomb.
+The message gives the byte offset (pickle) or line and column (JSON); the dump is skipped, never run,
+and the other dumps are still analysed.  Entries of a usable dump that are malformed are skipped and
+listed as a warning.
+Why: pickles are code; a dump from an untrusted job must never execute anything.
+Example: `fr/nccl_trace_rank_3 at byte 2: pickle opcode STACK_GLOBAL imports a class or function`
+Fix: re-dump with PyTorch (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or convert
+the dump to JSON; name files `<prefix><rank>` so the rank is known."""),
+    _c("RK509", "unreadable-job-file", "error", "A file of the job directory cannot be read.",
        """What it does: reports a log or record file of a job directory that cannot be read
 (permission denied, an I/O error, `job.toml` or `observations.jsonl` that is a folder or a
 pipe); the job is attributed with the evidence that could be read, and the command exits 1.
 Why: a diagnosis made without a log must say so, or an on-call engineer trusts it.
 Fix: fix the file's permissions or replace it with the real file."""),
-    _c("RK508", "odd-job-file", "info", "A job-directory entry was skipped, or ingested with a caveat.",
+    _c("RK510", "odd-job-file", "info", "A job-directory entry was skipped, or ingested with a caveat.",
        """What it does: notes a folder named like a log (`applog/x.log/`), a FIFO or socket (never
 opened, so a reader cannot block), a symlink loop or dangling link (skipped), and a log holding
 binary data (NUL bytes: ingested, the bytes that are not text replaced).

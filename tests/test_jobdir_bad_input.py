@@ -1,8 +1,8 @@
-"""Bad input gets a located error and nothing is lost: an unreadable log is an RK507
+"""Bad input gets a located error and nothing is lost: an unreadable log is an RK509
 error (exit 1) and the other job directories are still attributed; a job.toml or
 observations.jsonl that is a folder is a located error; binary logs, folders
 named *.log, FIFOs (never opened) and symlink loops are skipped or ingested with
-an RK508 note; a TOML syntax error is listed first with its follow-ons held back;
+an RK510 note; a TOML syntax error is listed first with its follow-ons held back;
 the text report never prints `None` and keeps its columns for long node names."""
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_unreadable_log_is_located_and_other_jobs_are_attributed(tmp_path, worke
     assert "Traceback" not in p.stderr
     res = {r["job_id"]: r for r in json.loads(p.stdout)}
     assert res["GOOD"]["outcome"] == "hardware"
-    (note,) = [n for n in res["BAD"]["notes"] if n["code"] == "RK507"]
+    (note,) = [n for n in res["BAD"]["notes"] if n["code"] == "RK509"]
     assert note["severity"] == "error" and note["span"]["file"].endswith("syslog/n1.log")
     assert "Permission denied" in note["message"]
 
@@ -67,7 +67,7 @@ def test_job_toml_that_is_a_folder_is_a_located_error(tmp_path):
     with pytest.raises(RulekitError) as e:
         read_job_dir(d)
     (diag,) = e.value.diagnostics
-    assert diag.code == "RK507" and diag.span.file.endswith("job.toml") and "folder" in diag.message
+    assert diag.code == "RK509" and diag.span.file.endswith("job.toml") and "folder" in diag.message
     p = _cli("attribute", str(d))
     assert p.returncode == 2 and "job.toml" in p.stderr + p.stdout and "IsADirectoryError" not in p.stderr
 
@@ -77,7 +77,7 @@ def test_observations_jsonl_that_is_a_folder_is_an_error_and_the_logs_still_coun
     (d / "observations.jsonl").mkdir()
     r = attribute_dir(bundled, d)
     assert r["outcome"] == "hardware"
-    (note,) = [n for n in r["notes"] if n["code"] == "RK507"]
+    (note,) = [n for n in r["notes"] if n["code"] == "RK509"]
     assert note["span"]["file"].endswith("observations.jsonl") and note["severity"] == "error"
 
 
@@ -91,7 +91,7 @@ def test_odd_entries_are_skipped_or_ingested_with_a_note(tmp_path, bundled):
     os.symlink("nowhere.log", app / "dangling.log")
     (app / "core.log").write_bytes(b"\x00\x00\x7fELF\x00" * 100 + b"\n" + XID79.encode())
     r = attribute_dir(bundled, d)  # returns (a FIFO opened for reading would hang here)
-    notes = {Path(n["span"]["file"]).name: n for n in r["notes"] if n["code"] == "RK508"}
+    notes = {Path(n["span"]["file"]).name: n for n in r["notes"] if n["code"] == "RK510"}
     assert set(notes) == {"folder.log", "pipe.log", "loop.log", "dangling.log", "core.log"}, r["notes"]
     assert "FIFO" in notes["pipe.log"]["message"] and "loop" in notes["loop.log"]["message"]
     assert "binary" in notes["core.log"]["message"]
@@ -104,7 +104,7 @@ def test_fifo_named_job_toml_is_not_opened(tmp_path):
     os.mkfifo(d / "job.toml")
     with pytest.raises(RulekitError) as e:
         read_job_dir(d)
-    assert e.value.diagnostics[0].code == "RK507"
+    assert e.value.diagnostics[0].code == "RK509"
 
 
 def test_toml_syntax_error_first_and_its_follow_ons_held_back(tmp_path):

@@ -3,7 +3,7 @@
 Loads the corpus once, attributes each job directory (in a process pool when
 there are several), and renders the result: readable text by default, the JSON
 contract with `--format json`.  Exit 0 when attribution ran (whatever the
-outcome), 1 when it ran but some evidence could not be read (an RK507 note), 2
+outcome), 1 when it ran but some evidence could not be read (an RK509 note, or another error note), 2
 with a clear message on bad input or an invalid corpus.
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ def attribute(
     if failed:
         raise typer.Exit(2)
     if any(n.get("severity") == "error" for r in results for n in r.get("notes", [])):
-        raise typer.Exit(1)  # attributed, but some evidence could not be read (RK507)
+        raise typer.Exit(1)  # attributed, but some evidence could not be read (RK509, RK507)
 
 
 def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, Any]:

@@ -33,12 +33,33 @@ def install() -> None:
 
     if getattr(core, "_rulekit_help", False):
         return
-    original = core._TyperParameter.display_type
+    core._rulekit_help = True  # type: ignore[attr-defined]
+    base = getattr(core, "_TyperParameter", None)
+    if base is None or not hasattr(base, "display_type"):
+        _install_metavar()  # typer < 0.29: the `<str>` comes from the (vendored) click type's name
+        return
+    original = base.display_type
 
     def display_type(self, ctx):  # type: ignore[no-untyped-def]
         if getattr(self, "is_flag", False) and not getattr(self, "metavar", None):
             return None
         return _label(original(self, ctx))
 
-    core._TyperParameter.display_type = display_type  # type: ignore[method-assign]
-    core._rulekit_help = True  # type: ignore[attr-defined]
+    base.display_type = display_type  # type: ignore[method-assign]
+
+
+def _install_metavar() -> None:
+    try:
+        from typer._click import types as ctypes  # type: ignore[import-not-found]
+    except ImportError:  # a typer that uses click itself
+        from click import types as ctypes  # type: ignore[no-redef]
+    original = ctypes.ParamType.get_metavar
+
+    def get_metavar(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        got = original(self, *args, **kwargs)
+        name = getattr(self, "name", None)
+        if got is None and name:
+            return _label(f"<{name}>") or " "
+        return got
+
+    ctypes.ParamType.get_metavar = get_metavar  # type: ignore[method-assign]

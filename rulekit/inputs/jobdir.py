@@ -1,12 +1,14 @@
 """The job directory reader (README, "The job directory"): job.toml, applog/*.log, syslog/<node>.log,
-observations.jsonl -> a JobInfo, the observations to ingest, and notes.
+fr/<prefix><rank> (flight-recorder dumps), observations.jsonl -> a JobInfo, the observations to
+ingest, and notes.
 
 Missing pieces are fine; unknown files are noted (RK504), never fatal; bad
-records are reported (RK503) and skipped.  Every entry is inspected without
-blocking (`rulekit.inputs.entries`): an unreadable log is an RK507 error and is
-left out (the job is still attributed), folders named like logs, FIFOs and
-symlink loops are skipped and binary logs ingested, each with an RK508 note.
-Files are not read here beyond job.toml, observations.jsonl and the first
+records are reported (RK503) and skipped; refused flight-recorder dumps are RK507.
+Every entry is inspected without blocking (`rulekit.inputs.entries`): an
+unreadable log is an RK509 error and is left out (the job is still attributed),
+folders named like logs, FIFOs and symlink loops are skipped and binary logs
+ingested, each with an RK510 note.  Files are not read here beyond job.toml,
+observations.jsonl, fr/ (dumps are validated and packed here) and the first
 bytes of each log: logs are streamed by extraction.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from rulekit.diagnostics import Diagnostic, RulekitError, Span
+from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.jobinfo import (
     SLURM_STATES,
     ExecutionCancellation,
@@ -28,11 +30,13 @@ from rulekit.inputs.jobinfo import (
     SchedulerFailure,
 )
 from rulekit.inputs.entries import check_record_file, inspect_entry
+from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
+                                            read_dump_file)
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import toml_error_span
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
-KNOWN_TOP = {"job.toml", "applog", "syslog", "observations.jsonl", "expected.json", "README.md", "generate.py"}
+KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
 JOB_KEYS = {"id", "state", "nodes", "start", "end", "failed_node", "exit_code", "tasks_per_node", "ranks"}
 
 
@@ -82,7 +86,7 @@ def _read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobI
         try:
             text = path.read_bytes().decode("utf-8", "replace")
         except OSError as e:
-            raise _bad(path, f"cannot read `job.toml`: {e.strerror or e}", code="RK507") from None
+            raise _bad(path, f"cannot read `job.toml`: {e.strerror or e}", code="RK509") from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
@@ -174,6 +178,9 @@ def read_job_dir(path: str | Path) -> JobDir:
         else:
             notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (node logs are syslog/<node>.log)",
                                     Span(str(p), 1, 1)))
+    fr_dir = root / "fr"
+    if fr_dir.is_dir():
+        obs.extend(read_fr_dir(root, fr_dir, notes))
     jsonl = root / "observations.jsonl"
     problem = check_record_file(jsonl, "observations.jsonl")
     if problem is not None:
@@ -191,6 +198,40 @@ def read_job_dir(path: str | Path) -> JobDir:
     return jd
 
 
+def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
+    """RK507 for a refused dump, located by byte offset (pickle) or line:col (JSON)."""
+    if e.line is not None:
+        span = Span(path, e.line, e.col or 1)
+    else:
+        span = Span(path, 1, 1)
+    data = {"byte": e.offset} if e.offset is not None else {}
+    return Diagnostic("RK507", str(e), span, data=data)
+
+
+def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Observation]:
+    """fr/<prefix><rank>[.json]: one flight-recorder dump per rank (PyTorch's
+    TORCH_NCCL_DEBUG_INFO_TEMP_FILE names); refused dumps are RK507 notes."""
+    out = []
+    for p in sorted(fr_dir.rglob("*")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        label = str(p.relative_to(root))
+        if rank_from_name(p.name) is None:
+            notes.append(Diagnostic("RK504", f"ignored `{label}` (flight-recorder dumps are fr/<prefix><rank>)",
+                                    Span(label, 1, 1)))
+            continue
+        try:
+            dump = read_dump_file(p, label)
+        except FRDumpError as e:
+            notes.append(fr_diagnostic(e, label))
+            continue
+        if dump.problems:
+            shown = "; ".join(dump.problems[:5]) + (f"; and {len(dump.problems) - 5} more" if len(dump.problems) > 5 else "")
+            notes.append(Diagnostic("RK507", f"{label}: {shown}", Span(label, 1, 1), severity=Severity.WARNING))
+        out.append(dump_observation(dump, label))
+    return out
+
+
 def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnostic]]:
     """Normalized Observation records, one JSON object a line:
     {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...])."""
@@ -206,6 +247,13 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 rec = json.loads(text)
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
+                continue
+            if isinstance(rec, dict) and rec.get("kind") == "flight_recorder":
+                try:
+                    out.append(observation_from_record(rec, f"{path.name}:{n}"))
+                except FRDumpError as e:
+                    diags.append(Diagnostic("RK507", str(e), Span(str(path), n, 1)))
+                current = None
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("source"), str):
                 diags.append(Diagnostic("RK503", "an observation record needs a string `source`", Span(str(path), n, 1)))
