@@ -184,3 +184,12 @@ async def test_language_server_answers_while_a_plugin_hangs(client: LanguageClie
         text_document=T.TextDocumentIdentifier(uri=uri), position=T.Position(line=1, character=9))), 30)
     errors = [m.message for m in client.log_messages if m.type == T.MessageType.Error]
     assert errors == []
+
+
+def test_a_longer_limit_is_not_overruled_by_a_cached_timeout(tmp_path):
+    """The compiled-corpus cache must not replay an RK006 from a shorter limit."""
+    rules = _folder(tmp_path, slow="import time\ntime.sleep(1.5)\n")
+    short = load_corpus([rules], plugin_timeout=0.5)
+    assert "RK006" in {d.code for d in short.diagnostics}
+    long = load_corpus([rules], plugin_timeout=20)
+    assert "RK006" not in {d.code for d in long.diagnostics} and long.ok

@@ -405,6 +405,13 @@ class RuleLoader:
         """Validate and freeze.  strict: raise RulekitError on any error; otherwise
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
+        # a plugin's import can end differently with the same files (a time limit, the environment):
+        # a load where any plugin did not import cleanly is neither taken from nor put in the cache
+        plugin_trouble = any(d.code in _PLUGIN_CODES for d in self.diagnostics) or (
+            self._cache is not None and self._cache.hit
+            and any(getattr(d, "code", None) in _PLUGIN_CODES for d in self._cache.diagnostics or []))
+        if plugin_trouble and self._cache is not None:
+            self._cache = None
         if self._cache is not None and self._cache.hit:
             # the same files and code as when these were computed: validation's verdict holds
             self.diagnostics = list(self._cache.diagnostics or [])
@@ -424,6 +431,9 @@ class RuleLoader:
                 raise RulekitError([d for d in self.diagnostics if d.severity is Severity.ERROR])
             return None
         return RuleEngine(self.ruleset, registry, self.config)
+
+
+_PLUGIN_CODES = frozenset({"RK004", "RK006", "RK007"})
 
 
 def is_rule_file(f: Path) -> bool:
