@@ -3,8 +3,9 @@ evidence names (the article's fabric problems found by correlating port errors
 across jobs).
 
 `components(result)` -> rows (kind, name, node, symptom).  kind is `node`
-(a bad node), `hca_port` (`node/mlx5_1:1` or `node/mlx5_1`), `switch_port`
-(`node/nvswitch0:28`, an NVSwitch link or port).  Pure functions over the
+(a bad node), `hca_port` (`node/mlx5_1:1`, `node/mlx5_1`, `node/mlx5@0000:0c:00.0`), `switch_port`
+(`node/nvswitch0:28`, an NVSwitch link or port), counted only from a
+blamed node's own lines.  Pure functions over the
 result dict; no I/O.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Iterator, NamedTuple
 
 _HCA = [re.compile(r"\b(mlx5_\d+):(\d+)\b"), re.compile(r"\bhca (mlx5_\d+)\b"),
         re.compile(r"\b(mlx5_\d+)(?:/| port )(\d+)\b"), re.compile(r"\b(mlx5_\d+)\b"),
-        re.compile(r"\bmlx5_core ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d)(?: (\w+):)?")]
+        re.compile(r"\bmlx5_core ([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d)")]
 _SWITCH = [re.compile(r"nvidia-nvswitch(\d+): SXid \([^)]*\): \d+, [^,]*, Link (\d+)"),
            re.compile(r"NVSwitch fatal error \d+ .*?physical id (\d+) port (\d+)"),
            re.compile(r"\bswitch (?:guid )?(0x[0-9a-fA-F]+)[ ,]+port (\d+)", re.I)]
@@ -55,9 +56,11 @@ def components(result: dict[str, Any]) -> Iterator[Component]:
             if c not in seen:
                 seen.add(c)
                 yield c
+    bad = {b["node"] for b in v.get("bad_nodes") or []}
     for e in v.get("evidence") or []:
-        datum = e.get("datum") or ""
-        if "mlx5" in datum or "switch" in datum.lower():
+        datum, node = e.get("datum") or "", e.get("node")
+        # a port counts when a blamed node's own line names it (not a peer's report about it)
+        if node in bad and node in datum and ("mlx5" in datum or "switch" in datum.lower()):
             for kind, name in (("hca_port", hca_port(e.get("node"), datum)),
                                ("switch_port", switch_port(e.get("node"), datum))):
                 if name:

@@ -9,6 +9,7 @@ evidence was complete, and handed to every output.  Prints nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import urllib.error
@@ -89,6 +90,8 @@ class Attributor:
             job = build_job(attempt.job_record())
         except PayloadError as e:
             raise ConnectorError(f"the attempt's job record is invalid: {e}") from None
+        # the payload reader keeps no times; the engine dates year-less syslog lines from the start
+        job = dataclasses.replace(job, start=attempt.start, end=attempt.end)
         with Session(self.engine, job) as s:
             s.ingest_batch(observations)
             ingest_metrics = getattr(s, "ingest_metrics", None)
