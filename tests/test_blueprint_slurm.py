@@ -142,4 +142,4 @@ def test_real_slurm_through_the_blueprint(slurm, tmp_path, bundled):
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout.splitlines()[0])
     assert r["context"]["source"] == "slurm" and r["context"]["state"] == "TIMEOUT"
-    assert r["verdict"]["outcome"] == "timeout" and r["verdict"]["bad_nodes"] == []
+    assert r["verdict"]["outcome"] == "timeout" and r["verdict"]["root_cause"]["symptom"] == "SLURM_TIMEOUT"
