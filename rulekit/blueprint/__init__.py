@@ -8,6 +8,6 @@ verdict with the attempt and the collector coverage, writes an
 AttributionBlueprintResult to outputs (stdout JSON lines, SQLite) and serves a
 read-only dashboard over the SQLite store.
 
-Must not import `rulekit.executors` or `rulekit.cli` (nor the public faces);
+It must not import `rulekit.executors`, `rulekit.cli` or the public faces;
 it builds on `service/`, `analysis/`, `engine/`, `inputs/`, `rules/` and core.
 """
