@@ -239,7 +239,7 @@ Fix: close the string, table header or array the message points at."""),
        """What it does: reports an unknown connector type, an unknown or missing key, or a value of the wrong type.
 Why: a misspelt key would otherwise be ignored and a collector would silently gather nothing.
 Example: `[[logs]] type = "lokki"`
-Fix: use a built-in type (static, slurm, local, prometheus) or `package.module:Class`."""),
+Fix: use a built-in type (static, slurm, kueue, local, loki, kubernetes, prometheus) or `package.module:Class`."""),
     _c("RK603", "blueprint-config-file", "error", "A file or folder a Blueprint config names does not exist.",
        """What it does: reports a jobs file, rule folder or config folder that is not there.
 Why: the run would attribute nothing, or with the wrong rules.

@@ -56,8 +56,9 @@ def test_quickstart_reproduces_the_walk_through(bundled):
     xid = [e for e in v["evidence"] if e["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY"][0]
     assert xid["source"] == "syslog/node-02.log" and xid["line_num"] == 3
     cov = res["train-0142"]["coverage"]
-    labels = cov["collectors"][0]
-    assert cov["complete"] and labels["status"] == "ok" and labels["observations"] == 6
+    local = {c["collector"]: c for c in cov["collectors"]}["local-files"]
+    assert cov["complete"] and local["status"] == "ok" and local["observations"] == 6
+    assert [c["kind"] for c in cov["collectors"]] == ["context", "logs", "attribution"]
     assert res["train-0151"]["verdict"]["outcome"] == "timeout"
     assert res["train-0150"]["verdict"]["bad_nodes"][0]["node"] == "node0004"
     assert v["evidence_complete"] is True

@@ -116,10 +116,17 @@ class Attributor:
             raise ConnectorError(f"the Service at {url} answered something that is not JSON") from None
 
 
-def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Attempt) -> dict[str, Any]:
+def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Attempt,
+                      context_name: str = "context", context_notes: list[str] | None = None) -> dict[str, Any]:
     """Collect, attribute and enrich one attempt: the AttributionBlueprintResult."""
-    coverage: list[Coverage] = []
-    observations: list[Observation] = []
+    # the execution context's own evidence (e.g. Kueue conditions) is the first observation
+    records = attempt.extra.get("observations") or []
+    observations: list[Observation] = [
+        Observation(source=r["source"], node=r.get("node"), label=r.get("label"), lines=list(r["lines"]))
+        for r in records]
+    ctx_cov = Coverage(collector=context_name, kind="context", type=attempt.source, observations=len(observations),
+                       lines=sum(len(r["lines"]) for r in records), details=list(context_notes or []))
+    coverage: list[Coverage] = [ctx_cov]
     metrics: list[Any] = []
     for conn in cfg.logs:
         items, cov = _run_collector(conn, "logs", attempt)
@@ -156,7 +163,8 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
         "key": attempt.key,
         "job_id": attempt.job_id,
         "attempt": attempt.attempt,
-        "context": attempt.to_dict(),
+        "context": {k: v for k, v in attempt.to_dict().items() if k != "extra"} | {
+            "extra": {k: v for k, v in attempt.extra.items() if k != "observations"}},
         "verdict": verdict,
         "coverage": {"complete": complete, "collectors": [c.to_dict() for c in coverage]},
         "metrics": [summarize(series_dict(m)) for m in metrics],
@@ -190,11 +198,12 @@ def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output],
             report.context_failures.append({"collector": ctx.name, "type": ctx.TYPE,
                                             "error": f"internal error in connector: {type(e).__name__}: {e}"})
             continue
+        notes = ctx.take_notes() if hasattr(ctx, "take_notes") else []
         for a in attempts:
             if a.key in seen:
                 continue
             seen.add(a.key)
-            result = attribute_attempt(cfg, attributor, a)
+            result = attribute_attempt(cfg, attributor, a, ctx.name, notes)
             result["context"]["collector"] = ctx.name
             for out in outputs:
                 out.write(result)

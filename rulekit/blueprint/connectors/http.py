@@ -18,6 +18,16 @@ RETRY_STATUS = {429, 500, 502, 503, 504}
 def get_json(url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
              timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
              sleep: Callable[[float], None] = time.sleep) -> Any:
+    body = get_bytes(url, params, headers, timeout, retries, backoff, sleep)
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as e:
+        raise ConnectorError(f"{url} answered something that is not JSON ({e.msg})") from None
+
+
+def get_bytes(url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+              timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
+              sleep: Callable[[float], None] = time.sleep) -> bytes:
     full = url + ("?" + urllib.parse.urlencode(params) if params else "")
     last = ""
     for attempt in range(retries + 1):
@@ -29,7 +39,7 @@ def get_json(url: str, params: dict[str, Any] | None = None, headers: dict[str, 
             detail = e.read()[:300].decode("utf-8", "replace")
             try:
                 j = json.loads(detail)
-                detail = j.get("error") or j.get("message") or detail
+                detail = j.get("error") or j.get("message") or detail  # Prometheus / Kubernetes Status
             except (json.JSONDecodeError, AttributeError):
                 pass
             last = f"HTTP {e.code} from {url}: {detail.strip()}"
@@ -46,8 +56,5 @@ def get_json(url: str, params: dict[str, Any] | None = None, headers: dict[str, 
                 sleep(backoff * (2 ** attempt))
                 continue
             raise ConnectorError(last) from None
-        try:
-            return json.loads(body)
-        except json.JSONDecodeError as e:
-            raise ConnectorError(f"{url} answered something that is not JSON ({e.msg})") from None
+        return body
     raise ConnectorError(last + f" (after {retries + 1} tries)")
