@@ -90,3 +90,42 @@ def test_server_down_is_a_connector_error():
     c = PrometheusMetrics(f"http://127.0.0.1:{_port()}", [{"name": "x", "promql": "up"}], retries=1, timeout=2)
     with pytest.raises(ConnectorError, match="unreachable"):
         c.collect(_attempt())
+
+
+def test_metrics_through_the_blueprint(prometheus, tmp_path, bundled):
+    from rulekit.blueprint.config import load_config
+    from rulekit.blueprint.orchestrator import Attributor, run
+
+    (tmp_path / "bp.toml").write_text(f'''
+[[context]]
+type = "static"
+[[context.job]]
+id = "train-0142"
+state = "FAILED"
+nodes = ["node-01", "node-02"]
+start = 2026-06-01T03:00:00Z
+end = 2026-06-01T03:30:00Z
+[[metrics]]
+type = "prometheus"
+name = "prom"
+url = "{prometheus}"
+step = "1m"
+before = "0s"
+after = "0s"
+[[metrics.query]]
+name = "gpu_temp"
+promql = 'max by (Hostname) (gpu_temp{{Hostname="{{node}}"}})'
+''')
+    out = []
+
+    class O:
+        def write(self, r): out.append(r)
+        def close(self): pass
+
+    run(load_config(tmp_path), Attributor(engine=bundled), [O()])
+    r = out[0]
+    cov = {c["collector"]: c for c in r["coverage"]["collectors"]}
+    assert cov["prom"]["status"] == "ok" and cov["prom"]["series"] == 2
+    by = {m["node"]: m for m in r["metrics"]}
+    assert by["node-02"]["max"] == 95 and by["node-01"]["max"] == 60
+    assert r["coverage"]["complete"] is True
