@@ -142,3 +142,42 @@ def test_the_dashboard_in_a_real_browser(server):
         finally:
             browser.close()
     assert (ARTIFACTS / "dashboard-job.png").stat().st_size > 10_000
+
+
+def test_incomplete_evidence_is_shown(tmp_path, db):
+    import json as _json
+    import sqlite3
+
+    from starlette.testclient import TestClient
+
+    from rulekit.blueprint.dashboard.app import create_app
+    from rulekit.blueprint.store import open_db, upsert
+
+    src = sqlite3.connect(db).execute("SELECT result_json FROM results WHERE key='train-0142#0'").fetchone()[0]
+    r = _json.loads(src)
+    r["coverage"]["complete"] = False
+    r["coverage"]["collectors"].append({"collector": "loki-eu", "kind": "logs", "type": "loki", "status": "failed",
+                                        "observations": 0, "lines": 0, "series": 0, "seconds": 30.0,
+                                        "error": "HTTP 503 from http://loki: unavailable", "details": []})
+    con = open_db(tmp_path / "x.db")
+    upsert(con, r)
+    con.close()
+    page = TestClient(create_app(tmp_path / "x.db")).get("/jobs/train-0142%230").text
+    assert "Evidence incomplete" in page and "loki-eu" in page and "HTTP 503" in page
+    listing = TestClient(create_app(tmp_path / "x.db")).get("/jobs").text
+    assert "incomplete" in listing
+
+
+def test_cli_errors_without_traceback(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "rulekit", "dashboard", "--db", str(tmp_path / "none.db")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "no such database" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "rulekit", "blueprint", "run", "--configs",
+                        str(REPO / "examples" / "blueprint" / "static"), "--since", "last tuesday"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "not a time: 'last tuesday'" in p.stderr
+    assert "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "rulekit", "blueprint", "run", "--configs",
+                        str(REPO / "examples" / "blueprint" / "static"), "--output", "kafka:x"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown output" in p.stderr
