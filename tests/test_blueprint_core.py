@@ -285,3 +285,17 @@ def test_cli_end_to_end_into_sqlite(tmp_path):
     assert sorted(r["job_id"] for r in lines) == ["train-0150", "train-0151", "train-0155"]
     assert "train-0155#0: HARDWARE/nvlink bad=node-02" in p.stderr
     assert sqlite3.connect(db).execute("SELECT count(*) FROM results").fetchone()[0] == 3
+
+
+def test_rule_folders_from_the_config(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "bp.toml").write_text(
+        f'[blueprint]\nrules = ["{REPO / "bundled_rules"}", "no-such-rules"]\n'
+        '[[context]]\ntype = "static"\n[[context.job]]\nid = "a"\n')
+    with pytest.raises(RulekitError) as ei:
+        load_config(tmp_path / "c")
+    d = ei.value.diagnostics[0]
+    assert d.code == "RK603" and "no-such-rules" in d.message and d.span.line == 2
+    (tmp_path / "c" / "bp.toml").write_text(
+        f'[blueprint]\nrules = ["{REPO / "bundled_rules"}"]\n[[context]]\ntype = "static"\n[[context.job]]\nid = "a"\n')
+    assert load_config(tmp_path / "c").rules == [REPO / "bundled_rules"]
