@@ -1,0 +1,155 @@
+"""The `dask` executor: job attempts as tasks on a Dask distributed cluster.
+
+`Client(address)` for an existing scheduler (dask-jobqueue on Slurm,
+dask-kubernetes, `dask scheduler` + `dask worker`), or, without an address, a
+`LocalCluster` of worker processes (one thread each) started here and shut
+down on `close()`.  A `WorkerPlugin` builds the compiled corpus once on every
+worker (again on a worker that replaces a lost one); tasks find it in the
+worker process's cache (`engine_for`), so it is never built or shipped per
+task.  At most `max_in_flight` tasks exist at once (`as_completed` with a
+window refilled as results arrive), so 100,000 jobs are never all submitted.
+Each task's key is its job attempt's key: when a worker dies, the scheduler
+re-runs the tasks it held and the client still receives one result per key.
+
+Must not print; the worker-side functions must stay importable module-level
+functions (Dask pickles them by reference).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Iterator
+
+from rulekit.executors.base import (
+    CorpusSpec,
+    Executor,
+    ExecutorError,
+    Job,
+    JobOutcome,
+    describe_error,
+    engine_for,
+    run_job,
+)
+
+try:
+    from distributed import Client, LocalCluster, as_completed, get_worker
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover - dask is a declared dependency
+    Client = LocalCluster = as_completed = get_worker = None  # type: ignore[assignment]
+    WorkerPlugin = object  # type: ignore[assignment,misc]
+
+
+class CorpusPlugin(WorkerPlugin):  # type: ignore[misc,valid-type]
+    """Builds the corpus once when a worker starts (or joins later); a failure is kept
+    and reported by `corpus_status`, not raised into the worker."""
+
+    def __init__(self, spec: CorpusSpec) -> None:
+        self.spec = spec
+        self.error: str | None = None
+
+    def setup(self, worker: Any) -> None:
+        try:
+            engine_for(self.spec)
+        except Exception as e:  # reported to the client by corpus_status
+            self.error = describe_error(e)
+
+
+def corpus_status(spec: CorpusSpec) -> str | None:
+    """Run on every worker: None when its corpus is built, else the error."""
+    try:
+        engine_for(spec)
+        return None
+    except Exception as e:
+        return describe_error(e)
+
+
+def attribute_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float | None) -> JobOutcome:
+    """One job attempt on a worker (the per-task function)."""
+    try:
+        where = get_worker().address
+    except ValueError:
+        where = ""
+    try:
+        engine = engine_for(spec)
+    except Exception as e:
+        return JobOutcome(job, error=f"corpus could not be built on worker {where}: {describe_error(e)}", worker=where)
+    return run_job(engine, job, with_trace, timeout, worker=where)
+
+
+class DaskExecutor(Executor):
+    name = "dask"
+
+    def __init__(self, corpus: CorpusSpec, *, address: str | None = None, workers: int | None = None,
+                 timeout: float | None = None, max_in_flight: int | None = None, client: Any = None,
+                 connect_timeout: str = "10s") -> None:
+        super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
+        if Client is None:
+            raise ExecutorError("the dask executor needs `dask[distributed]` (pip install 'dask[distributed]')")
+        self._cluster = None
+        self._own_client = client is None
+        if client is not None:
+            self.client = client
+        elif address:
+            try:
+                self.client = Client(address, timeout=connect_timeout)
+            except (OSError, TimeoutError) as e:
+                raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+        else:
+            self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                         dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self._cluster)
+        try:
+            self._prepare_workers()
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare_workers(self) -> None:
+        self.client.register_plugin(CorpusPlugin(self.corpus), name=f"rulekit-corpus-{self.corpus.key}")
+        errors = {w: e for w, e in self.client.run(corpus_status, self.corpus).items() if e}
+        if errors:
+            worker, error = next(iter(errors.items()))
+            raise ExecutorError(f"the corpus could not be built on {len(errors)} worker(s), e.g. {worker}: {error}")
+
+    def slots(self) -> int:
+        return sum(self.client.nthreads().values()) or self.workers
+
+    def map(self, jobs: Iterable[Job], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+        source = iter(jobs)
+        window = self.window(self.slots())
+        options = f"trace={with_trace};corpus={self.corpus.key}"
+        seen: set[str] = set()
+        inflight: dict[str, Job] = {}
+        ac = as_completed()
+
+        def submit_next() -> bool:
+            for job in source:
+                key = job.key(options)
+                if key in seen:
+                    continue  # the same attempt twice is one task, one outcome
+                seen.add(key)
+                inflight[key] = job
+                ac.add(self.client.submit(attribute_task, self.corpus, job, with_trace, self.timeout,
+                                          key=key, pure=False))
+                return True
+            return False
+
+        for _ in range(window):
+            if not submit_next():
+                break
+        for fut in ac:
+            job = inflight.pop(fut.key)
+            if fut.status == "finished":
+                outcome = fut.result()
+            else:  # e.g. KilledWorker: every worker that ran it died (allowed-failures exhausted)
+                outcome = JobOutcome(job, error=f"lost: {describe_error(fut.exception())}")
+            fut.release()
+            yield outcome
+            submit_next()
+
+    def close(self) -> None:
+        client, cluster = getattr(self, "client", None), self._cluster
+        self._cluster = None
+        if client is not None and self._own_client:
+            client.close()
+        if cluster is not None:
+            cluster.close()
