@@ -53,6 +53,8 @@ STALL_RULES = {
                         pass
                 if "SLEEP" in (e.datum or ""):
                     time.sleep(0.3)
+                if "SNOOZE" in (e.datum or ""):
+                    time.sleep(3600)  # one C call: an exception raised in the thread waits for it
     """,
 }
 
@@ -75,8 +77,12 @@ def stall_job(root: Path, name: str, line: str) -> Job:
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
+    import dask
+
+    # a task whose workers died twice is lost (the default is 3; the stuck-task test needs fewer)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=40)
     c = distributed.Client(cluster)
     try:
         yield c
@@ -223,3 +229,34 @@ def test_a_local_pool_worker_killed_mid_batch_has_its_jobs_rerun(stall_rules, tm
     assert collections.Counter(o.job for o in outcomes) == collections.Counter(jobs)
     assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
     assert any(o.worker not in first_pool for o in outcomes)  # the rest ran on a replacement pool
+
+
+def test_a_task_stuck_in_c_past_its_time_limit_ends_its_worker_and_is_reported_lost(client, stall_rules, tmp_path):
+    """`time.sleep` ignores the exception raised in its thread: the worker is ended after
+    the grace period, Dask re-runs the task elsewhere, and once every worker that took it
+    died (allowed-failures) the job is an outcome with the error; the other jobs finish."""
+    spec = CorpusSpec.of([stall_rules])
+    stuck = stall_job(tmp_path, "stuck", "FAULT SNOOZE")
+    fine = [stall_job(tmp_path, f"f{i}", "FAULT") for i in range(3)]
+    t0 = time.monotonic()
+    with dask_executor(client, spec, timeout=1.0, stuck_grace=0.5) as ex:
+        outcomes = {o.job: o for o in ex.map([stuck, *fine])}
+    assert time.monotonic() - t0 < 90
+    assert outcomes[stuck].error.startswith("lost: the workers that ran it died")
+    assert all(outcomes[j].ok for j in fine), [outcomes[j].error for j in fine]
+    client.wait_for_workers(2, timeout=60)  # the nannies replaced both workers
+
+
+def test_no_scheduler_at_the_address_is_a_clear_error():
+    from rulekit.executors import ExecutorError
+    from rulekit.executors.dask import DaskExecutor
+
+    with pytest.raises(ExecutorError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        DaskExecutor(BUNDLED, address="tcp://127.0.0.1:9", connect_timeout="1s")
+
+
+def test_a_corpus_the_workers_cannot_build_is_a_clear_error(client, tmp_path):
+    from rulekit.executors import ExecutorError
+
+    with pytest.raises(ExecutorError, match="could not be built on 2 worker"):
+        dask_executor(client, CorpusSpec.of([tmp_path / "no-such-rules"]))

@@ -26,6 +26,7 @@ from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
 
+STUCK_GRACE = 10.0  # seconds a timed-out task may take to unwind before its worker is ended
 SCAN_SOURCES = (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm"))
 
 
@@ -136,13 +137,15 @@ def describe_error(e: BaseException) -> str:
 
 
 def run_job(engine: Any, job: Job, with_trace: bool = False, timeout: float | None = None,
-            worker: str = "", progress: Callable[[int], None] | None = None) -> JobOutcome:
+            worker: str = "", progress: Callable[[int], None] | None = None,
+            stuck: Callable[[], None] | None = None, grace: float = STUCK_GRACE) -> JobOutcome:
     """Attribute one job attempt under the time limit; every failure becomes the outcome's error.
-    `progress` is handed to `attribute_dir` (bytes extracted)."""
+    `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`."""
     t0 = time.perf_counter()
     try:
         result = call_with_deadline(
-            lambda: attribute_dir(engine, job.job_dir, progress=progress, with_trace=with_trace), timeout)
+            lambda: attribute_dir(engine, job.job_dir, progress=progress, with_trace=with_trace), timeout, stuck,
+            grace=grace)
         return JobOutcome(job, result=result, seconds=time.perf_counter() - t0, worker=worker)
     except (Exception, JobTimeout) as e:  # the batch goes on: a job's failure is data
         return JobOutcome(job, error=describe_error(e), seconds=time.perf_counter() - t0, worker=worker)
@@ -152,7 +155,8 @@ class Executor(ABC):
     """Runs job attempts on workers that each hold the compiled corpus.
 
     corpus: what workers build; timeout: seconds per task (None: no limit);
-    max_in_flight: jobs submitted and not yet yielded (None: twice the workers)."""
+    max_in_flight: jobs submitted and not yet yielded (None: `window()`, a few per worker
+    slot, enough to hide the round trip to a remote worker, never the whole batch)."""
 
     name = "?"
 
@@ -164,7 +168,7 @@ class Executor(ABC):
         self.max_in_flight = max_in_flight
 
     def window(self, slots: int) -> int:
-        return max(1, self.max_in_flight or 2 * max(1, slots))
+        return max(1, self.max_in_flight or 8 + 4 * max(1, slots))
 
     @abstractmethod
     def map(self, jobs: Iterable[Job], *, with_trace: bool = False) -> Iterator[JobOutcome]:

@@ -17,9 +17,11 @@ functions (Dask pickles them by reference).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Iterable, Iterator
 
 from rulekit.executors.base import (
+    STUCK_GRACE,
     CorpusSpec,
     Executor,
     ExecutorError,
@@ -62,7 +64,8 @@ def corpus_status(spec: CorpusSpec) -> str | None:
         return describe_error(e)
 
 
-def attribute_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float | None) -> JobOutcome:
+def attribute_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float | None,
+                   grace: float = STUCK_GRACE) -> JobOutcome:
     """One job attempt on a worker (the per-task function)."""
     try:
         where = get_worker().address
@@ -72,7 +75,19 @@ def attribute_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float 
         engine = engine_for(spec)
     except Exception as e:
         return JobOutcome(job, error=f"corpus could not be built on worker {where}: {describe_error(e)}", worker=where)
-    return run_job(engine, job, with_trace, timeout, worker=where)
+    return run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace)
+
+
+STUCK_EXIT = 70
+
+
+def end_stuck_worker() -> None:
+    """A task ignored its timeout (stuck inside one C call): end this worker process.  The
+    nanny starts a fresh one; the scheduler re-runs the worker's tasks, and reports a task
+    whose every worker died (`allowed-failures`) as lost."""
+    logging.getLogger("rulekit.executors").error("a task is stuck past its time limit: ending worker %s", os.getpid())
+    logging.shutdown()
+    os._exit(STUCK_EXIT)
 
 
 class DaskExecutor(Executor):
@@ -80,8 +95,9 @@ class DaskExecutor(Executor):
 
     def __init__(self, corpus: CorpusSpec, *, address: str | None = None, workers: int | None = None,
                  timeout: float | None = None, max_in_flight: int | None = None, client: Any = None,
-                 connect_timeout: str = "10s") -> None:
+                 connect_timeout: str = "10s", stuck_grace: float = STUCK_GRACE) -> None:
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
+        self.stuck_grace = stuck_grace
         if Client is None:
             raise ExecutorError("the dask executor needs `dask[distributed]` (pip install 'dask[distributed]')")
         self._cluster = None
@@ -129,7 +145,7 @@ class DaskExecutor(Executor):
                 seen.add(key)
                 inflight[key] = job
                 ac.add(self.client.submit(attribute_task, self.corpus, job, with_trace, self.timeout,
-                                          key=key, pure=False))
+                                          self.stuck_grace, key=key, pure=False))
                 return True
             return False
 
@@ -140,8 +156,9 @@ class DaskExecutor(Executor):
             job = inflight.pop(fut.key)
             if fut.status == "finished":
                 outcome = fut.result()
-            else:  # e.g. KilledWorker: every worker that ran it died (allowed-failures exhausted)
-                outcome = JobOutcome(job, error=f"lost: {describe_error(fut.exception())}")
+            else:  # KilledWorker: every worker that ran it died (allowed-failures exhausted)
+                outcome = JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
+                                                f"the time limit): {describe_error(fut.exception())}")
             fut.release()
             yield outcome
             submit_next()
