@@ -82,7 +82,7 @@ def client():
     # a task whose workers died twice is lost (the default is 3; the stuck-task test needs fewer)
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
+                                           dashboard_address="127.0.0.1:0", silence_logs=40)
     c = distributed.Client(cluster)
     try:
         yield c

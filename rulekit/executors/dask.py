@@ -111,7 +111,7 @@ class DaskExecutor(Executor):
                 raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e}") from None
         else:
             self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                         dashboard_address=None, silence_logs=logging.ERROR)
+                                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
             self.client = Client(self._cluster)
         try:
             self._prepare_workers()
@@ -135,7 +135,7 @@ class DaskExecutor(Executor):
         options = f"trace={with_trace};corpus={self.corpus.key}"
         seen: set[str] = set()
         inflight: dict[str, Job] = {}
-        ac = as_completed()
+        ac = as_completed(with_results=True, raise_errors=False)  # results fetched as each finishes
 
         def submit_next() -> bool:
             for job in source:
@@ -152,13 +152,14 @@ class DaskExecutor(Executor):
         for _ in range(window):
             if not submit_next():
                 break
-        for fut in ac:
+        for fut, result in ac:
             job = inflight.pop(fut.key)
             if fut.status == "finished":
-                outcome = fut.result()
+                outcome = result
             else:  # KilledWorker: every worker that ran it died (allowed-failures exhausted)
+                exc = result[1] if isinstance(result, tuple) else result
                 outcome = JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
-                                                f"the time limit): {describe_error(fut.exception())}")
+                                                f"the time limit): {describe_error(exc)}")
             fut.release()
             yield outcome
             submit_next()
