@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -114,6 +115,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=0)
     ap.add_argument("--max-seconds", type=float, default=400)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a `timeout` still closes the clusters
     deadline = time.perf_counter() + args.max_seconds
     spec = CorpusSpec.of(None)
     jobs = jobs_for(args.jobs, args.size_mb)
@@ -132,6 +134,7 @@ def main() -> None:
             best["in process"] = min(best["in process"], t0)
             for w, c in clusters.items():
                 t, out, inside = c.run(attempt_jobs, deadline)
+                print(f"round {r + 1}: in process {t0:.2f} s, {w} worker(s) {t:.2f} s", file=sys.stderr)
                 if t < best[w]:
                     best[w], gap[w] = t, max(0.0, (t * w - inside) / n)
                 same = same and out == base

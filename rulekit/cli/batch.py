@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, Job, JobOutcome, make_executor
+from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, JobOutcome, Task, make_executor
 
 EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
@@ -34,7 +34,7 @@ def check_executor(name: str, scheduler: str | None) -> None:
 
 def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None) -> None:
     """One line on stderr: the job as the user named it, and its located error."""
-    msg = (outcome.error or "").replace(outcome.job.job_dir, shown)
+    msg = (outcome.error or "").replace(outcome.job.label, shown)
     line = f"error: {msg}" if msg.startswith(shown) else f"error: {shown}: {msg}"
     if console is not None:
         console.print(f"[red]{escape(line)}[/]")
@@ -42,12 +42,12 @@ def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None
         typer.echo(line, err=True)
 
 
-def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Job], shown: dict[Job, str], *, engine: Any = None,
+def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[Task, str], *, engine: Any = None,
               scheduler: str | None = None, workers: int | None = None, timeout: float | None = None,
-              with_trace: bool = False) -> dict[Job, JobOutcome]:
+              with_trace: bool = False) -> dict[Task, JobOutcome]:
     """Run `jobs` on the named executor; every outcome, by job.  Failures are echoed to
     stderr as they arrive; a progress bar counts jobs when stderr is a terminal."""
-    outcomes: dict[Job, JobOutcome] = {}
+    outcomes: dict[Task, JobOutcome] = {}
     try:
         ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
     except ExecutorError as e:
@@ -60,11 +60,11 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Job], shown: dict[Jo
             for o in ex.map(jobs, with_trace=with_trace):
                 outcomes[o.job] = o
                 if not o.ok:
-                    echo_failure(o, shown.get(o.job, o.job.job_dir))
+                    echo_failure(o, shown.get(o.job, o.job.label))
     return outcomes
 
 
-def _with_bar(stream: Iterable[JobOutcome], total: int, shown: dict[Job, str], outcomes: dict[Job, JobOutcome]) -> None:
+def _with_bar(stream: Iterable[JobOutcome], total: int, shown: dict[Task, str], outcomes: dict[Task, JobOutcome]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
     console = Console(stderr=True)
@@ -76,6 +76,6 @@ def _with_bar(stream: Iterable[JobOutcome], total: int, shown: dict[Job, str], o
             outcomes[o.job] = o
             if not o.ok:
                 failed += 1
-                echo_failure(o, shown.get(o.job, o.job.job_dir), bar.console)
+                echo_failure(o, shown.get(o.job, o.job.label), bar.console)
                 bar.update(task, description=f"attributing ([red]{failed} failed[/])")
             bar.advance(task)

@@ -1,7 +1,7 @@
 """The executor interface: what a batch of job attempts is, what comes back, and
 the one function every worker runs per job.
 
-`Executor.map(jobs)` takes an iterable of `Job`s (read lazily: a bounded number
+`Executor.map(jobs)` takes an iterable of `Job`s (or any `Task`; read lazily: a bounded number
 are in flight at once), runs each under the per-task timeout and yields one
 `JobOutcome` per distinct job key as it finishes.  A job that fails (bad input,
 unreadable file, timeout, a lost worker that could not be replaced) is an
@@ -20,7 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
@@ -88,6 +88,22 @@ def adopt_engine(spec: CorpusSpec, engine: Any) -> None:
         _ENGINES[spec] = warm(engine)
 
 
+class Task(Protocol):
+    """What an executor runs: a picklable, hashable value naming one job attempt.  `Job`
+    (a job directory) is one; a batch caller with another source of evidence (the
+    Blueprint's collected attempts) defines its own with the same three members."""
+
+    @property
+    def label(self) -> str:
+        """How messages name it (a path, `job_id#attempt`)."""
+
+    def key(self, options: str = "") -> str:
+        """Stable across runs: the same attempt with the same options is the same task."""
+
+    def run(self, engine: Any, with_trace: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Attribute it with a built engine (raise on bad input)."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One job attempt: its directory and attempt number (a re-run of the same job is a new attempt)."""
@@ -99,16 +115,23 @@ class Job:
     def of(cls, job_dir: str | Path, attempt: int = 1) -> "Job":
         return cls(os.path.abspath(job_dir), attempt)
 
+    @property
+    def label(self) -> str:
+        return self.job_dir
+
     def key(self, options: str = "") -> str:
         """A stable task key: the same job attempt with the same options is the same task
         (re-submitting it cannot produce a second, different output)."""
         digest = hashlib.sha1(f"{self.job_dir}\0{self.attempt}\0{options}".encode()).hexdigest()[:16]
         return f"rulekit-attribute-{digest}"
 
+    def run(self, engine: Any, with_trace: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+        return attribute_dir(engine, self.job_dir, progress=progress, with_trace=with_trace)
+
 
 @dataclass
 class JobOutcome:
-    job: Job
+    job: Task
     result: dict[str, Any] | None = None
     error: str | None = None
     seconds: float = 0.0
@@ -122,7 +145,7 @@ class JobOutcome:
         """The result, or the failure record `{"job_dir", "error"}` the CLI prints."""
         if self.result is not None:
             return self.result
-        return {"job_dir": self.job.job_dir, "error": self.error}
+        return {"job_dir": self.job.label, "error": self.error}
 
 
 def describe_error(e: BaseException) -> str:
@@ -136,16 +159,14 @@ def describe_error(e: BaseException) -> str:
     return f"internal error ({type(e).__name__}: {e})"
 
 
-def run_job(engine: Any, job: Job, with_trace: bool = False, timeout: float | None = None,
+def run_job(engine: Any, job: Task, with_trace: bool = False, timeout: float | None = None,
             worker: str = "", progress: Callable[[int], None] | None = None,
             stuck: Callable[[], None] | None = None, grace: float = STUCK_GRACE) -> JobOutcome:
     """Attribute one job attempt under the time limit; every failure becomes the outcome's error.
     `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`."""
     t0 = time.perf_counter()
     try:
-        result = call_with_deadline(
-            lambda: attribute_dir(engine, job.job_dir, progress=progress, with_trace=with_trace), timeout, stuck,
-            grace=grace)
+        result = call_with_deadline(lambda: job.run(engine, with_trace, progress), timeout, stuck, grace=grace)
         return JobOutcome(job, result=result, seconds=time.perf_counter() - t0, worker=worker)
     except (Exception, JobTimeout) as e:  # the batch goes on: a job's failure is data
         return JobOutcome(job, error=describe_error(e), seconds=time.perf_counter() - t0, worker=worker)
@@ -171,8 +192,8 @@ class Executor(ABC):
         return max(1, self.max_in_flight or 8 + 4 * max(1, slots))
 
     @abstractmethod
-    def map(self, jobs: Iterable[Job], *, with_trace: bool = False) -> Iterator[JobOutcome]:
-        """One outcome per distinct job key, in the order they finish."""
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+        """One outcome per distinct job (`Job`, or any `Task`), in the order they finish."""
 
     def close(self) -> None:
         """Release workers (a cluster this executor started is shut down)."""

@@ -25,8 +25,8 @@ from rulekit.executors.base import (
     CorpusSpec,
     Executor,
     ExecutorError,
-    Job,
     JobOutcome,
+    Task,
     describe_error,
     engine_for,
     run_job,
@@ -64,8 +64,8 @@ def corpus_status(spec: CorpusSpec) -> str | None:
         return describe_error(e)
 
 
-def attribute_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float | None,
-                   grace: float = STUCK_GRACE) -> JobOutcome:
+def attribute_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None,
+                   grace: float = STUCK_GRACE) -> TaskOutcome:
     """One job attempt on a worker (the per-task function)."""
     try:
         where = get_worker().address
@@ -129,13 +129,15 @@ class DaskExecutor(Executor):
     def slots(self) -> int:
         return sum(self.client.nthreads().values()) or self.workers
 
-    def map(self, jobs: Iterable[Job], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
         source = iter(jobs)
         window = self.window(self.slots())
         options = f"trace={with_trace};corpus={self.corpus.key}"
         seen: set[str] = set()
-        inflight: dict[str, Job] = {}
-        ac = as_completed(with_results=True, raise_errors=False)  # results fetched as each finishes
+        inflight: dict[str, Task] = {}
+        # results are fetched here, one by one: as_completed(with_results=True) can stall for good
+        # when one of its gathers fails (dask/distributed#7331; seen here under load)
+        ac = as_completed()
 
         def submit_next() -> bool:
             for job in source:
@@ -152,14 +154,13 @@ class DaskExecutor(Executor):
         for _ in range(window):
             if not submit_next():
                 break
-        for fut, result in ac:
+        for fut in ac:
             job = inflight.pop(fut.key)
             if fut.status == "finished":
-                outcome = result
+                outcome = fut.result()
             else:  # KilledWorker: every worker that ran it died (allowed-failures exhausted)
-                exc = result[1] if isinstance(result, tuple) else result
                 outcome = JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
-                                                f"the time limit): {describe_error(exc)}")
+                                                f"the time limit): {describe_error(fut.exception())}")
             fut.release()
             yield outcome
             submit_next()

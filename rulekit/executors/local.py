@@ -19,8 +19,8 @@ from typing import Any, Iterable, Iterator
 from rulekit.executors.base import (
     CorpusSpec,
     Executor,
-    Job,
     JobOutcome,
+    Task,
     adopt_engine,
     engine_for,
     run_job,
@@ -31,7 +31,7 @@ def _init_worker(spec: CorpusSpec) -> None:
     engine_for(spec)
 
 
-def _pool_task(spec: CorpusSpec, job: Job, with_trace: bool, timeout: float | None) -> JobOutcome:
+def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None) -> TaskOutcome:
     return run_job(engine_for(spec), job, with_trace, timeout, worker=f"pid {os.getpid()}")
 
 
@@ -60,30 +60,30 @@ class LocalExecutor(Executor):
             return ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         return ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker, initargs=(self.corpus,))
 
-    def map(self, jobs: Iterable[Job], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
         if self.workers <= 1:
             yield from self._map_here(jobs, with_trace)
         else:
             yield from self._map_pool(jobs, with_trace)
 
-    def _map_here(self, jobs: Iterable[Job], with_trace: bool) -> Iterator[JobOutcome]:
+    def _map_here(self, jobs: Iterable[Task], with_trace: bool) -> Iterator[JobOutcome]:
         engine = self._engine()
-        seen: set[Job] = set()
+        seen: set[Task] = set()
         for job in jobs:
             if job not in seen:
                 seen.add(job)
                 yield run_job(engine, job, with_trace, self.timeout, worker="in process")
 
-    def _map_pool(self, jobs: Iterable[Job], with_trace: bool) -> Iterator[JobOutcome]:
+    def _map_pool(self, jobs: Iterable[Task], with_trace: bool) -> Iterator[JobOutcome]:
         source = iter(jobs)
         window = self.window(self.workers)
-        seen: set[Job] = set()
-        inflight: dict[Future, Job] = {}
-        retry: list[Job] = []
-        tries: dict[Job, int] = {}
+        seen: set[Task] = set()
+        inflight: dict[Future, Task] = {}
+        retry: list[Task] = []
+        tries: dict[Task, int] = {}
         exhausted = False
 
-        def submit(job: Job) -> None:
+        def submit(job: Task) -> None:
             assert self._pool is not None
             inflight[self._pool.submit(_pool_task, self.corpus, job, with_trace, self.timeout)] = job
 
