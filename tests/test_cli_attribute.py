@@ -183,3 +183,31 @@ def test_dask_executor_from_the_cli_matches_local_and_leaves_no_cluster(tmp_path
     assert json.loads(dask.stdout) == json.loads(local.stdout)
     assert "job.toml:1:1" in dask.stderr
     assert multiprocessing.active_children() == []
+
+
+def test_a_progress_bar_counts_jobs_when_stderr_is_a_terminal(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    dirs = _copies(tmp_path, 3)
+    master, slave = pty.openpty()
+    exe = str(Path(sys.executable).parent / "rulekit")
+    proc = subprocess.Popen([exe, "attribute", *dirs, "-j", "2", "--format", "json"], stdout=subprocess.PIPE,
+                            stderr=slave, text=True, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert len(json.loads(out)) == 3  # stdout stays clean JSON
+    assert b"attributing" in seen and b"3/3" in seen
