@@ -95,6 +95,14 @@ Fix: see the inline test format in README.md."""),
        """What it does: reports an invalid global or editor setting (a setting of the
 language server, a node-name mapping, ...). The default is used instead.
 Fix: correct the setting named in the message."""),
+    _c("RK110", "bad-blame", "error", "A symptom's blame or action is not one of the fixed words.",
+       """What it does: reports a `blame` other than node, link, peer, workload, environment,
+scheduler, none, or an `action` other than reset_gpu, reboot, drain_p2p, drain_and_reset,
+drain_and_rma, check_link, inspect, none.
+Why: `bad_nodes` (what drain, reset and RMA automation acts on) lists only nodes blamed
+by `node`, `link` or `peer` symptoms; a misspelt blame would silently blame nobody.
+Example: `blame = "gpu"` on `XID-79-GPU_FELL_OFF_BUS`.
+Fix: use `blame = "node"` (and `action = "reboot"`); see docs/blame.md."""),
     # ---- RK2xx: names and references ---------------------------------------------
     _c("RK201", "duplicate-rule", "error", "Two rules have the same name.",
        """What it does: reports a rule name defined twice, with both locations.
