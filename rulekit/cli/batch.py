@@ -8,6 +8,7 @@ anything itself.
 """
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Iterable
 
@@ -48,6 +49,7 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
     """Run `jobs` on the named executor; every outcome, by job.  Failures are echoed to
     stderr as they arrive; a progress bar counts jobs when stderr is a terminal."""
     outcomes: dict[Task, JobOutcome] = {}
+    workers = min(workers or os.cpu_count() or 1, max(1, len(set(jobs))))  # no idle local workers
     try:
         ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
     except ExecutorError as e:
