@@ -7,9 +7,11 @@ in this process (the `-j 1` baseline, no scheduler), and through
 processes (one thread each; corpus built once per worker, before timing).
 The three alternate for --rounds rounds and the best round of each is kept
 (the machine is shared: the best round is the one least disturbed).  Prints
-jobs/s, the 2-vs-1 worker ratio, the cost per job, and the scheduler's
-overhead per task (no-op tasks through the same bounded window), then the
-capacity arithmetic for a million jobs a week.  All results must equal the
+jobs/s and the 2-vs-1 worker ratio (wall time), the CPU cost per job (CPU
+time: what capacity is made of, and far less disturbed by other load than
+wall time), the scheduler's overhead per task (CPU of no-op tasks through the
+same bounded window, scheduler side and worker side), then the capacity
+arithmetic for a million jobs a week.  All results must equal the
 baseline.  Bounded: stops after --max-seconds.
 
 With --size-mb M the jobs are instead copies of the seed example padded with M
@@ -21,6 +23,7 @@ Usage: python bench/batch_dask.py [--jobs 150] [--rounds 3] [--size-mb 0] [--max
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 import os
 import signal
 import sys
@@ -36,8 +39,21 @@ from rulekit.executors.base import run_job  # noqa: E402
 WEEK = 7 * 24 * 3600
 
 
-def noop(x: int) -> int:
-    return x
+@dataclass(frozen=True)
+class NoopTask:
+    """A task that does nothing: what the executor and Dask cost per task on their own."""
+
+    n: int
+
+    @property
+    def label(self) -> str:
+        return f"noop-{self.n}"
+
+    def key(self, options: str = "") -> str:
+        return f"noop-{self.n}"
+
+    def run(self, engine, with_trace=False, progress=None) -> dict:
+        return {}
 
 
 def jobs_for(n: int, size_mb: int) -> list[Job]:
@@ -51,17 +67,19 @@ def jobs_for(n: int, size_mb: int) -> list[Job]:
     return [Job.of(dirs[i % len(dirs)], attempt=1 + i // len(dirs)) for i in range(n)]
 
 
-def in_process(spec: CorpusSpec, jobs: list[Job]) -> tuple[float, dict]:
+def in_process(spec: CorpusSpec, jobs: list[Job]) -> tuple[float, dict, float]:
+    """Wall time, results and CPU seconds of attributing `jobs` here, one by one."""
     from rulekit.executors.base import engine_for
 
     engine = engine_for(spec)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     out = {j: run_job(engine, j).result for j in jobs}
-    return time.perf_counter() - t, out
+    return time.perf_counter() - t, out, time.process_time() - c
 
 
 class Cluster:
-    """A LocalCluster of `workers` processes with the corpus built on each (before timing)."""
+    """A LocalCluster of `workers` processes with the corpus built on each (before timing).
+    The scheduler, the nannies and the client live in this process; the workers apart."""
 
     def __init__(self, spec: CorpusSpec, workers: int) -> None:
         from distributed import Client, LocalCluster
@@ -74,33 +92,29 @@ class Cluster:
         self.ex = DaskExecutor(spec, client=self.client)
         self.workers = workers
 
-    def run(self, jobs: list[Job], deadline: float) -> tuple[float, dict, float]:
-        """Wall time, results, and the seconds spent inside the tasks (summed over workers)."""
+    def cpu(self) -> tuple[float, float]:
+        """CPU seconds so far: (this process: scheduler + client, the workers summed)."""
+        return time.process_time(), sum(self.client.run(time.process_time).values())
+
+    def run(self, jobs: list[Job], deadline: float) -> tuple[float, dict, tuple[float, float]]:
+        """Wall time, results, and CPU seconds spent (scheduler side, workers)."""
+        c0 = self.cpu()
         t = time.perf_counter()
-        out, inside = {}, 0.0
+        out = {}
         for o in self.ex.map(jobs):
             out[o.job] = o.result
-            inside += o.seconds
             if time.perf_counter() > deadline:
                 raise SystemExit(f"stopped: over --max-seconds with {self.workers} worker(s)")
-        return time.perf_counter() - t, out, inside
+        wall = time.perf_counter() - t
+        c1 = self.cpu()
+        return wall, out, (c1[0] - c0[0], c1[1] - c0[1])
 
-    def overhead(self, n: int) -> float:
-        """Seconds per no-op task through the same bounded window (the scheduler's own cost)."""
-        from distributed import as_completed
-
-        window = self.ex.window(self.ex.slots())
-        t = time.perf_counter()
-        ac = as_completed()
-        source = iter(range(n))
-        for i in range(min(window, n)):
-            ac.add(self.client.submit(noop, next(source), key=f"noop-{i}", pure=False))
-        for fut in ac:
-            fut.release()
-            i = next(source, None)
-            if i is not None:
-                ac.add(self.client.submit(noop, i, key=f"noop-{i}", pure=False))
-        return (time.perf_counter() - t) / n
+    def noop_cpu(self, n: int) -> tuple[float, float]:
+        """CPU seconds per no-op task through the same executor: (scheduler side, worker)."""
+        c0 = self.cpu()
+        assert all(o.ok for o in self.ex.map(NoopTask(i) for i in range(n)))
+        c1 = self.cpu()
+        return (c1[0] - c0[0]) / n, (c1[1] - c0[1]) / n
 
     def close(self) -> None:
         self.ex.close()
@@ -125,38 +139,43 @@ def main() -> None:
         for c in clusters.values():  # warm-up round: first-use costs out of the timings
             c.run([Job(j.job_dir, attempt=10**6 + k) for k, j in enumerate(jobs[:10])], deadline)
         in_process(spec, jobs[:10])
-        best = {"in process": float("inf"), 1: float("inf"), 2: float("inf")}
-        gap: dict[int, float] = {}  # per task: worker time not spent inside a task, in the best round
+        best = {0: float("inf"), 1: float("inf"), 2: float("inf")}  # 0: in process
+        cpu_job = float("inf")
+        cpu_dask: dict[int, tuple[float, float]] = {}
         same = True
         for r in range(args.rounds):
             attempt_jobs = [Job(j.job_dir, attempt=j.attempt + 1000 * r) for j in jobs]
-            t0, base = in_process(spec, attempt_jobs)
-            best["in process"] = min(best["in process"], t0)
+            t0, base, cpu0 = in_process(spec, attempt_jobs)
+            best[0], cpu_job = min(best[0], t0), min(cpu_job, cpu0 / n)
             for w, c in clusters.items():
-                t, out, inside = c.run(attempt_jobs, deadline)
+                t, out, cpu = c.run(attempt_jobs, deadline)
                 print(f"round {r + 1}: in process {t0:.2f} s, {w} worker(s) {t:.2f} s", file=sys.stderr)
                 if t < best[w]:
-                    best[w], gap[w] = t, max(0.0, (t * w - inside) / n)
+                    best[w], cpu_dask[w] = t, (cpu[0] / n, cpu[1] / n)
                 same = same and out == base
-        overhead = {w: min(c.overhead(max(n, 500)) for _ in range(2)) for w, c in clusters.items()}
+        noop = {w: c.noop_cpu(max(n, 500)) for w, c in clusters.items()}
     finally:
         for c in clusters.values():
             c.close()
-    t0, t1, t2 = best["in process"], best[1], best[2]
-    cost = t0 / n
+    t0, t1, t2 = best[0], best[1], best[2]
     what = f"seed example + {args.size_mb} MiB log" if args.size_mb else "bundled examples"
+    ms = 1e3
     print(f"{n} job attempts ({what}) x {args.rounds} rounds, best round; {os.cpu_count()} core(s), "
           f"load avg {os.getloadavg()[0]:.1f}")
-    print(f"  in process (-j 1)   : {t0:7.2f} s  {n / t0:7.1f} jobs/s  ({cost * 1e3:.1f} ms/job)")
+    print(f"  in process (-j 1)   : {t0:7.2f} s  {n / t0:7.1f} jobs/s   CPU {cpu_job * ms:.1f} ms/job")
     for w, t in ((1, t1), (2, t2)):
-        print(f"  dask, {w} worker{'s' if w > 1 else ' '}     : {t:7.2f} s  {n / t:7.1f} jobs/s  "
-              f"(per task: {gap[w] * 1e3:.2f} ms of worker time outside the job; "
-              f"{overhead[w] * 1e3:.2f} ms for a no-op task)")
+        sched, work = cpu_dask[w]
+        print(f"  dask, {w} worker{'s' if w > 1 else ' '}     : {t:7.2f} s  {n / t:7.1f} jobs/s   CPU per job: "
+              f"{work * ms:.1f} ms on workers, {sched * ms:.1f} ms scheduler + client")
     print(f"  2 workers / 1 worker: {t1 / t2:.2f}x   2 workers / in process: {t0 / t2:.2f}x   "
           f"results identical: {same}")
-    week_cores = 1e6 * cost / WEEK
-    print(f"  capacity: 1,000,000 such jobs a week = {1e6 * cost / 3600:.1f} core-hours = {week_cores:.3f} cores "
-          f"busy all week, + {1e6 * overhead[2] / WEEK:.4f} cores of scheduler time")
+    sched, work = noop[2]
+    print(f"  scheduler overhead per task (no-op tasks, 2 workers): {sched * ms:.2f} ms CPU scheduler + client, "
+          f"{work * ms:.2f} ms CPU on the worker")
+    per_job = cpu_job + sched + work
+    print(f"  capacity: 1,000,000 such jobs a week x {per_job * ms:.1f} ms CPU = {1e6 * per_job / 3600:.1f} "
+          f"core-hours = {1e6 * per_job / WEEK:.3f} cores busy all week ({1e6 * (sched + work) / WEEK:.4f} of "
+          f"them Dask's)")
     if not same:
         sys.exit(1)
 

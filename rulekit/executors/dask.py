@@ -64,8 +64,8 @@ def corpus_status(spec: CorpusSpec) -> str | None:
         return describe_error(e)
 
 
-def attribute_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None,
-                   grace: float = STUCK_GRACE) -> TaskOutcome:
+def attribute_task(job: Task, spec: CorpusSpec, with_trace: bool = False, timeout: float | None = None,
+                   grace: float = STUCK_GRACE) -> JobOutcome:
     """One job attempt on a worker (the per-task function)."""
     try:
         where = get_worker().address
@@ -135,35 +135,58 @@ class DaskExecutor(Executor):
         options = f"trace={with_trace};corpus={self.corpus.key}"
         seen: set[str] = set()
         inflight: dict[str, Task] = {}
-        # results are fetched here, one by one: as_completed(with_results=True) can stall for good
-        # when one of its gathers fails (dask/distributed#7331; seen here under load)
+        # futures finish into `ac`; their results are gathered a batch at a time (one call to
+        # the scheduler per batch, not per task).  Not as_completed(with_results=True): it can
+        # stall for good when one of its gathers fails (dask/distributed#7331).
         ac = as_completed()
 
-        def submit_next() -> bool:
+        def refill() -> None:
+            batch: list[Task] = []
+            keys: list[str] = []
             for job in source:
                 key = job.key(options)
                 if key in seen:
                     continue  # the same attempt twice is one task, one outcome
                 seen.add(key)
                 inflight[key] = job
-                ac.add(self.client.submit(attribute_task, self.corpus, job, with_trace, self.timeout,
-                                          self.stuck_grace, key=key, pure=False))
-                return True
-            return False
+                batch.append(job)
+                keys.append(key)
+                if len(inflight) >= window:
+                    break
+            if batch:
+                ac.update(self.client.map(attribute_task, batch, key=keys, pure=False, spec=self.corpus,
+                                          with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace))
 
-        for _ in range(window):
-            if not submit_next():
-                break
-        for fut in ac:
+        refill()
+        for batch in ac.batches():
+            for fut, outcome in zip(batch, self._outcomes(batch, inflight)):
+                fut.release()
+                yield outcome
+            refill()
+
+    def _outcomes(self, batch: list[Any], inflight: dict[str, Task]) -> list[JobOutcome]:
+        done = [f for f in batch if f.status == "finished"]
+        try:
+            results = dict(zip((f.key for f in done), self.client.gather(done))) if done else {}
+        except Exception:  # one of them was lost after finishing: take them one by one
+            results = {}
+        out = []
+        for fut in batch:
             job = inflight.pop(fut.key)
-            if fut.status == "finished":
-                outcome = fut.result()
-            else:  # KilledWorker: every worker that ran it died (allowed-failures exhausted)
-                outcome = JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
-                                                f"the time limit): {describe_error(fut.exception())}")
-            fut.release()
-            yield outcome
-            submit_next()
+            if fut.key in results:
+                out.append(results[fut.key])
+                continue
+            exc = fut.exception() if fut.status == "error" else None
+            if exc is None:
+                try:
+                    out.append(fut.result())
+                    continue
+                except Exception as e:
+                    exc = e
+            # KilledWorker: every worker that ran it died (allowed-failures exhausted)
+            out.append(JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
+                                             f"the time limit): {describe_error(exc)}"))
+        return out
 
     def close(self) -> None:
         client, cluster = getattr(self, "client", None), self._cluster

@@ -31,7 +31,7 @@ def _init_worker(spec: CorpusSpec) -> None:
     engine_for(spec)
 
 
-def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None) -> TaskOutcome:
+def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None) -> JobOutcome:
     return run_job(engine_for(spec), job, with_trace, timeout, worker=f"pid {os.getpid()}")
 
 
