@@ -260,3 +260,18 @@ def test_a_corpus_the_workers_cannot_build_is_a_clear_error(client, tmp_path):
 
     with pytest.raises(ExecutorError, match="could not be built on 2 worker"):
         dask_executor(client, CorpusSpec.of([tmp_path / "no-such-rules"]))
+
+
+def test_the_executor_tracks_futures_on_its_own_clients_loop(client, baseline, monkeypatch):
+    """as_completed() without loop= falls back to the *default* client's loop: with several
+    clients in one process (the bench, a service) that is another thread, which corrupted
+    client state ("deque mutated during iteration") and could stall a batch."""
+    import distributed.client as dc
+
+    def no_default():
+        raise AssertionError("the executor must not depend on the default client")
+
+    monkeypatch.setattr(dc, "default_client", no_default)
+    with dask_executor(client) as ex:
+        outcomes = {o.job: o.result for o in ex.map(EXAMPLE_JOBS[:4])}
+    assert outcomes == {j: baseline[j].result for j in EXAMPLE_JOBS[:4]}

@@ -136,9 +136,10 @@ class DaskExecutor(Executor):
         seen: set[str] = set()
         inflight: dict[str, Task] = {}
         # futures finish into `ac`; their results are gathered a batch at a time (one call to
-        # the scheduler per batch, not per task).  Not as_completed(with_results=True): it can
-        # stall for good when one of its gathers fails (dask/distributed#7331).
-        ac = as_completed()
+        # the scheduler per batch, not per task).  `loop=` is this client's: without it
+        # as_completed runs on the *default* client's loop, another thread when a process holds
+        # several clients, and corrupts their state ("deque mutated during iteration", stalls).
+        ac = as_completed(loop=self.client.loop)
 
         def refill() -> None:
             batch: list[Task] = []
