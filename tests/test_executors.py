@@ -157,7 +157,7 @@ def test_a_job_past_its_time_limit_fails_and_the_others_finish(kind, client, sta
     t0 = time.monotonic()
     with ex:
         outcomes = {o.job: o for o in ex.map(jobs)}
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 60
     assert outcomes[hang].error == "timed out after 1 s"
     assert 0.9 < outcomes[hang].seconds < 10
     for j in fine:
