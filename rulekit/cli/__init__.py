@@ -15,6 +15,7 @@ from rulekit.cli import convert as _convert  # noqa: F401,E402
 from rulekit.cli import lsp as _lsp  # noqa: F401,E402
 from rulekit.cli import schema as _schema  # noqa: F401,E402
 from rulekit.cli import diff as _diff  # noqa: F401,E402
+from rulekit.cli import blueprint as _blueprint  # noqa: F401,E402
 
 
 def main() -> None:
