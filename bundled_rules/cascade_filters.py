@@ -38,10 +38,10 @@ from .common.relations import (
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905,
+register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905, blame="node", action="inspect",
                  docs="Xid 13 (same GPC/TPC) or Xid 31 recurred on the same GPU in separate bursts: the GPU, not the "
                       "code, is suspect (NVSentinel rule); a DCGM diag is due.")
-register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infiniband", rank=300,
+register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infiniband", rank=300, blame="peer",
                  docs="The one remote node a single IB status-12 report names, with no host-side link evidence on "
                       "either end: a lead (interesting), never the root. One report cannot tell the reporter's end "
                       "(GID index, its own port) from the peer's; the status-12 event stays on the reporter.")
@@ -496,7 +496,7 @@ def xid_caused_by_previous(context):
                    rule="XidCausedByPrevious", cause=e, reason=f"{e.symptom} says it was caused by Xid {m.group(1)}")
 
 
-register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50,
+register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50, blame="peer",
                  docs="Interesting only: in a job that died of collective timeouts with no other fault, this rank had "
                       "completed fewer collectives than its peers, or never reported at all: look at it first.")
 

@@ -274,7 +274,7 @@ def test_unrelated_toml_outside_rule_folders_is_ignored(tmp_path: Path):
     assert w.open(str(py), '[project]\nname = "x"\n') is None
     rules = tmp_path / "new" / "mine.toml"
     rules.parent.mkdir()
-    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n'
+    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n'
     rules.write_text(text)
     c = w.open(str(rules), text)
     assert c is not None and c.folders == [str(rules.parent)]
@@ -292,7 +292,7 @@ def test_re2_rewrites_are_safe_and_fix_the_pattern(tmp_path: Path, pattern: str,
     folder = tmp_path / "rules"
     folder.mkdir()
     f = folder / "r.toml"
-    f.write_text('[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n\n'
+    f.write_text('[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n\n'
                  f"[[extractor]]\nname = \"R\"\nauthor = \"t\"\nmatch_re = '{pattern}'\n"
                  'emit = { type = "bad_node", symptom = "S" }\n')
     c = Corpus([folder])

@@ -17,26 +17,31 @@ RULES = {
         outcome = "hardware"
         sub_domain = "gpu"
         rank = 900
+        blame = "node"
         [[symptom]]
         name = "HW_B"
         outcome = "hardware"
         sub_domain = "gpu_memory"
         rank = 900
+        blame = "node"
         [[symptom]]
         name = "NET_X"
         outcome = "network"
         sub_domain = "infiniband"
         rank = 800
+        blame = "link"
         [[symptom]]
         name = "APP_Y"
         outcome = "application"
         sub_domain = "python"
         rank = 600
+        blame = "workload"
         [[symptom]]
         name = "NOISE"
         outcome = "network"
         sub_domain = "nccl"
         rank = 400
+        blame = "link"
     """,
     "extract.toml": """
         [[extractor]]

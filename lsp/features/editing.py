@@ -77,11 +77,11 @@ def register_symptom_action(corpus: Corpus, path: str, text: str, d: Diagnostic)
     lead = "" if text.endswith("\n") or not text else "\n"
     if kind == "toml":
         new = (f'{lead}\n[[symptom]]\nname = "{name}"\noutcome = "unknown"\nsub_domain = "unknown"\nrank = 100\n'
-               f'docs = ""\n')
+               f'blame = "none"\ndocs = ""\n')
     elif kind == "rule":
-        new = f'{lead}\nsymptom "{name}" {{\n  outcome unknown\n  sub_domain unknown\n  rank 100\n}}\n'
+        new = f'{lead}\nsymptom "{name}" {{\n  outcome unknown\n  sub_domain unknown\n  rank 100\n  blame none\n}}\n'
     elif kind == "py":
-        new = f'{lead}\nregister_symptom("{name}", outcome="unknown", sub_domain="unknown", rank=100)\n'
+        new = f'{lead}\nregister_symptom("{name}", outcome="unknown", sub_domain="unknown", rank=100, blame="none")\n'
     else:
         return None
     return Action(f"Register symptom `{name}`", "quickfix", {path: [Edit(end, new)]}, d)
