@@ -16,7 +16,10 @@ In priority order:
 - AerBeforeGpuFault (MID): an application-class Xid on a GPU whose PCIe link had just
   reported an uncorrectable AER error is that error's consequence;
 - IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
-  several peers name (certain with host-side link evidence);
+  several peers name (certain with host-side link evidence); one report names the
+  peer in a `bad_peers` event;
+- PeerNamedByReports (MID): a closed-connection report naming its far end adds a
+  `bad_peers` event on that peer;
 - TracebackFanOut (MID): identical tracebacks on many ranks are one failure;
 - TransientStorageRecovered (STANDARD): storage outages that recovered are demoted;
 - PlacedEvidenceWins (STANDARD): node-less copies of a placed symptom are demoted;
@@ -390,11 +393,50 @@ def ib_status12_peer_blame(context):
                               + (" and it logged link/HCA trouble" if host_net else ""))
             stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
         elif reporters:
-            stream.add(EventSpec(type="interesting_node", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
-                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters}),
+            # the spec's peer-scoped event: evidence about `remote` reported by another node
+            stream.add(EventSpec(type="bad_peers", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
+                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
+                                         "reporter": reporters[0]}),
                        rule="IbStatus12PeerBlame", cause=evs[0],
                        reason=f"only {reporters[0]} got retry-exceeded from {remote}, and neither end logged "
                               "link/HCA trouble: the report stays on the reporter")
+
+
+register_symptom("NCCL_PEER_SUSPECT", outcome="network", sub_domain="nccl", rank=300, blame="peer",
+                 docs="A node other nodes name as the far end of a closed / reset NCCL or gloo connection "
+                      "(`Connection closed by remote peer node0007<45678>`). Carried by `bad_peers` events only: "
+                      "a suspected bad node when nothing certain explains a network or unknown outcome, never "
+                      "the root.")
+
+
+@filter_def(name="PeerNamedByReports", author=AUTHOR, priority=FilterPriority.MID + 35,
+            symptoms=("NCCL_PEER_SUSPECT",))
+def peer_named_by_reports(context):
+    """A closed / reset connection report that names its far end (a host of the job, or
+    an address a host printed as its own) is evidence about that peer, not about the
+    reporter: add a `bad_peers` event on the peer (one per reporter), so the report can
+    list it as a *suspected* bad node (the reporter's own symptom blames nobody)."""
+    stream, job = context.event_stream, context.job
+    nodes = set(job.nodes)
+    ipmap = None
+    seen = set()
+    for e in sorted(stream.query(["bad_node", "interesting_node"], symptom="NCCL_CONNECTION_CLOSED"), key=order_key):
+        peer = (e.fields.get("peer") or "").strip("[]")
+        if not peer:
+            continue
+        if ipmap is None:
+            ipmap = ip_host_map(stream)
+        cands = ipmap.get(peer, set()) or ({peer} if peer in nodes else set())
+        if len(cands) != 1:
+            continue
+        remote = next(iter(cands))
+        if remote == e.node or (nodes and remote not in nodes) or (remote, e.node) in seen:
+            continue
+        seen.add((remote, e.node))
+        stream.add(EventSpec(type="bad_peers", symptom="NCCL_PEER_SUSPECT", node=remote,
+                             fields={"peer": peer, "reporter": e.node}),
+                   rule="PeerNamedByReports", cause=e,
+                   reason=f"{e.node or 'a rank'} lost its connection to {remote}")
 
 
 _DIGITS = re.compile(r"\d+")

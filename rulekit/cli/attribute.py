@@ -148,7 +148,10 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
         return
     style = _OUTCOME_STYLE.get(r["outcome"], "bold")
     amb = "  [yellow](ambiguous)[/]" if r.get("ambiguous") else ""
-    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}{amb}")
+    conf = r.get("confidence")
+    conf_txt = f"  confidence {conf}" if conf and conf != "high" else ""
+    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}"
+                  f"{amb}{conf_txt}")
     root = r.get("root_cause")
     if root:
         console.print(f"Root cause: [bold]{escape(root['symptom'])}[/] on [bold]{escape(str(root['node']))}[/]"
@@ -159,12 +162,20 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
         console.print("Root cause: none (no bad-node symptom remained)")
     if r.get("tied_symptoms"):
         console.print(f"Tied: {escape(', '.join(r['tied_symptoms']))}")
+    if r.get("alternatives"):
+        console.print("Alternatives: " + escape(", ".join(f"{a['outcome']}/{a['sub_domain']} ({a['symptom']})"
+                                                          for a in r["alternatives"])))
     if r["bad_nodes"]:
         console.print("Bad nodes:")
         for b in r["bad_nodes"]:
-            console.print(f"  [red]{escape(b['node'])}[/]  {escape(', '.join(b['symptoms']))}")
+            what = f"{b.get('action', 'inspect')}, {b.get('confidence', 'certain')}"
+            console.print(f"  [red]{escape(b['node'])}[/]  {escape(what)}  {escape(', '.join(b['symptoms']))}")
     else:
         console.print("Bad nodes: none")
+    if r.get("affected_nodes"):
+        console.print("Affected nodes (not at fault):")
+        for b in r["affected_nodes"]:
+            console.print(f"  {escape(b['node'])}  {escape(', '.join(b['symptoms']))}")
     if r["interesting_nodes"]:
         console.print("Interesting nodes:")
         for b in r["interesting_nodes"]:

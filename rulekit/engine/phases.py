@@ -32,6 +32,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
+from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.scan import decode_line
@@ -402,41 +403,41 @@ class ReportPhase:
     def apply(self, state: AttributionState) -> dict[str, Any]:
         reg = state.engine.registry
         events = state.stream.node_events()
-        bad: dict[str, list[Event]] = {}
         interesting: dict[str, list[Event]] = {}
         for e in events:
-            if e.node is None:
-                continue
-            (bad if e.is_bad else interesting).setdefault(e.node, []).append(e)
+            if e.node is not None and not e.is_bad:
+                interesting.setdefault(e.node, []).append(e)
 
         def syms(evs: list[Event]) -> list[str]:
             return sorted({e.symptom for e in evs if e.symptom}, key=lambda s: (-reg.rank(s), s))
 
         d = state.decision
-        bad_nodes = []
-        for node in sorted(bad, key=lambda n: (n != d.root_node, n)):
-            entry: dict[str, Any] = {"node": node, "symptoms": syms(bad[node])}
-            dom = state.engine.config.node_domain(node)
-            if dom:
-                entry["domain"] = dom
-            bad_nodes.append(entry)
-        interesting_nodes = [{"node": n, "symptoms": syms(interesting[n])} for n in sorted(interesting) if n not in bad]
+        bad_nodes, affected_nodes = blame_nodes(events, reg, d, _sort_key, state.engine.config.node_domain)
+        blamed = {b["node"] for b in bad_nodes}
+        interesting_nodes = [{"node": n, "symptoms": syms(interesting[n])} for n in sorted(interesting)
+                             if n not in blamed]
         remaining = state.job_set.symptoms() if state.job_set else []
         root = None
         if d.root_symptom:
             root_events = [e for e in events if e.symptom == d.root_symptom and e.is_bad]
             root_events.sort(key=lambda e: (e.node != d.root_node, _sort_key(e)))
             first = next((e for e in root_events if e.id == d.root_event_id), root_events[0] if root_events else None)
+            info = reg.info(d.root_symptom)
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
+                    "blame": info.blame, "action": info.action,
                     "evidence": [e.to_evidence() for e in root_events[:EVIDENCE_PER_KEY]]}
+        confidence, alternatives = assess(d, remaining, reg)
         evidence, dropped = _evidence(events, reg)
         result: dict[str, Any] = {
             "job_id": state.job.id,
             "outcome": d.outcome,
             "sub_domain": d.sub_domain,
             "ambiguous": d.ambiguous,
+            "confidence": confidence,
+            "alternatives": alternatives,
             "root_cause": root,
             "bad_nodes": bad_nodes,
+            "affected_nodes": affected_nodes,
             "interesting_nodes": interesting_nodes,
             "symptoms": remaining,
             "collectors": state.collectors,

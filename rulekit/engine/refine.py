@@ -113,6 +113,8 @@ class OutcomeDecision:
     tied: list[str] = field(default_factory=list)
     reason: str = ""
     changed_by: list[str] = field(default_factory=list)
+    # higher-ranked symptoms whose own outcome is unknown, passed over for a decisive one
+    fallback_from: list[str] = field(default_factory=list)
 
     def set(self, rule: str, **changes: Any) -> None:
         for k, v in changes.items():
@@ -130,16 +132,34 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
     if not active:
         return OutcomeDecision(reason="no bad-node symptom remained after refinement")
     reg = job_set.registry
+    fallback_from: list[str] = []
+    if reg.info(active[0]).outcome == "unknown":
+        # never give up early: a root whose own outcome is unknown (a victim, a generic
+        # exit) yields to the best remaining symptom that says what happened, with low
+        # confidence; only when none does is the outcome unknown
+        decisive = [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES
+                    and reg.info(s).blame not in (None, "none")]
+        if decisive:
+            fallback_from = [s for s in active if reg.rank(s) > reg.rank(decisive[0])]
+            active = decisive
     top_rank = reg.rank(active[0])
     tied = [s for s in active if reg.rank(s) == top_rank]
+    # explicit tie-break: earliest evidence (timestamp, uptime, source, line), then the name
     tied.sort(key=lambda s: (first_event.get(s, ((1, ""), 0, None))[0], s))
     root = tied[0]
     info = reg.info(root)
     kinds = {(reg.info(s).outcome, reg.info(s).sub_domain) for s in tied}
     ev = first_event.get(root)
     reason = f"`{root}` has the highest rank ({top_rank}) of {len(active)} remaining symptom(s)"
+    if fallback_from:
+        reason = (f"`{root}` is the highest-ranked symptom with a known outcome; "
+                  f"{', '.join('`' + s + '`' for s in fallback_from)} say(s) nothing about the cause")
     if len(tied) > 1:
         reason += f"; tied with {', '.join('`' + s + '`' for s in tied[1:])}"
     return OutcomeDecision(outcome=info.outcome, sub_domain=info.sub_domain, root_symptom=root,
                            root_node=ev[2] if ev else None, root_event_id=ev[1] if ev else None,
-                           ambiguous=len(kinds) > 1, tied=tied if len(tied) > 1 else [], reason=reason)
+                           ambiguous=len(kinds) > 1, tied=tied if len(tied) > 1 else [], reason=reason,
+                           fallback_from=fallback_from)
+
+
+DECISIVE_OUTCOMES = ("hardware", "network", "application", "infrastructure")
