@@ -26,6 +26,8 @@ _XID154_TO = re.compile(r"recovery action changed from [^()]*\([^)]*\) to (0x[0-
 
 # blames that are certain by themselves; a `peer` blame is `suspected` until the node's own logs agree
 CERTAIN_BLAMES = ("node", "link")
+# outcomes that blame no node: the user's program, the time limit, a cancellation, success
+NO_FAULT_OUTCOMES = ("application", "timeout", "cancelled", "success")
 MAX_ALTERNATIVES = 4
 
 
@@ -43,8 +45,8 @@ def _by_rank(reg: SymptomRegistry, symptoms: Iterable[str]) -> list[str]:
 
 def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDecision,
                 sort_key: Callable[[Event], tuple], node_domain: Callable[[str], str | None] = lambda n: None
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(bad_nodes, affected_nodes) from the node events that remain after refinement.
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
+    """(bad_nodes, affected_nodes, outranked) from the node events that remain after refinement.
 
     A node is bad when a remaining bad-node symptom on it blames node, link or peer.
     Its entry names those symptoms, the blame and action of the highest-ranked one (Xid
@@ -53,7 +55,9 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     a `suspected` bad node only when nothing certain explains the job and its outcome
     is network or unknown.  Every node where a remaining symptom blames nobody on the
     node (workload, environment, scheduler, none) is listed in affected_nodes with
-    those symptoms."""
+    those symptoms.  When the outcome blames no node (application, timeout, cancelled,
+    success) nothing is a bad node: node evidence the root outranked is returned as
+    `outranked` (node -> symptoms), for the report's interesting nodes."""
     blaming: dict[str, list[Event]] = {}
     other: dict[str, list[Event]] = {}
     peers: dict[str, list[Event]] = {}
@@ -99,10 +103,17 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
         dom = node_domain(node)
         if dom:
             entry["domain"] = dom
+    if decision.outcome in NO_FAULT_OUTCOMES:
+        # the job failed of its own (or the scheduler's) accord: node evidence the root
+        # outranks did not cause it, and draining on it would drain a working machine
+        outranked = {n: e["symptoms"] for n, e in entries.items()}
+        entries = {}
+    else:
+        outranked = {}
     bad_nodes = [entries[n] for n in sorted(entries, key=lambda n: (n != decision.root_node, n))]
     affected = [{"node": n, "symptoms": _by_rank(reg, (e.symptom for e in other[n] if e.symptom))}
                 for n in sorted(other)]
-    return bad_nodes, affected
+    return bad_nodes, affected, outranked
 
 
 def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry) -> tuple[str, list[dict[str, Any]]]:

@@ -412,10 +412,14 @@ class ReportPhase:
             return sorted({e.symptom for e in evs if e.symptom}, key=lambda s: (-reg.rank(s), s))
 
         d = state.decision
-        bad_nodes, affected_nodes = blame_nodes(events, reg, d, _sort_key, state.engine.config.node_domain)
+        bad_nodes, affected_nodes, outranked = blame_nodes(events, reg, d, _sort_key,
+                                                           state.engine.config.node_domain)
         blamed = {b["node"] for b in bad_nodes}
-        interesting_nodes = [{"node": n, "symptoms": syms(interesting[n])} for n in sorted(interesting)
-                             if n not in blamed]
+        for n in outranked:  # node evidence that did not cause a no-fault outcome
+            interesting.setdefault(n, [])
+        interesting_nodes = [{"node": n, "symptoms": sorted({*syms(interesting[n]), *outranked.get(n, ())},
+                                                            key=lambda s: (-reg.rank(s), s))}
+                             for n in sorted(interesting) if n not in blamed]
         remaining = state.job_set.symptoms() if state.job_set else []
         root = None
         if d.root_symptom:
