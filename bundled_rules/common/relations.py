@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from rulekit.plugin import order_key as event_order_key
+
 # never the root cause when a primary fault exists (they stay as interesting evidence)
 VICTIMS = frozenset({
     "NCCL_WATCHDOG_TIMEOUT", "NCCL_WATCHDOG_STUCK", "NCCL_COMM_ABORTED", "NCCL_REMOTE_ERROR", "NCCL_SYSTEM_ERROR",
@@ -46,9 +48,10 @@ def is_primary(symptom: str | None, registry) -> bool:
 
 
 def order_key(e) -> tuple:
-    """Chronological-ish order: timestamp, kernel uptime, then position in the file."""
-    f = e.fields
-    return (e.timestamp or "~", float(f.get("uptime") or 0.0), e.obs_context_id or 0, e.line_num or 0, e.id)
+    """The engine's one order of evidence (rulekit.plugin.order_key): timestamp (own or
+    carried from the file's last stamped line), kernel uptime, rank, line, node, text,
+    id; never the file name or read order."""
+    return event_order_key(e)
 
 
 def rank_field(e) -> int | None:

@@ -33,6 +33,7 @@ from rulekit.rules.model import (
 )
 from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes
+from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.scan import decode_line
@@ -150,7 +151,9 @@ class ExtractionPhase:
         before = self.added
         line_base = obs.first_line
         active: list[_ActiveAccumulator] = []
+        carry = TimeCarry(self.year)
         for chunk in obs.chunks():
+            carry.new_chunk()
             if active:
                 active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
             hits = plan.scanner.scan(chunk) if plan.rules else []
@@ -160,12 +163,14 @@ class ExtractionPhase:
                 counted_pos = start
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
+                carried = carry.before(chunk, start)
                 if isinstance(rule, AccumulatorRule):
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc)
+                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
                     if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
                         active.append(acc)
+                    carry.saw(acc.ts if acc is not None else None, end)
                     continue
-                self._emit(rule, obs, line, caps, counted_line, oc)
+                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carried), end)
             line_base += chunk.count(b"\n")
             if progress:
                 progress(len(chunk))
@@ -174,7 +179,9 @@ class ExtractionPhase:
         self.manager.flush()
         return self.added - before
 
-    def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int) -> None:
+    def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
+              carried: str | None = None) -> str | None:
+        """Add the rule's event for one line; returns the line's own timestamp."""
         node, extra = self.resolve_node(obs, line)
         values: dict[str, Any] = dict(rule.lookup)
         values.update({k: v for k, v in caps.items() if v is not None})
@@ -187,18 +194,22 @@ class ExtractionPhase:
             fields[k] = render(t, values)
         ts = extra.pop("_ts", None)
         fields.update(extra)
+        if ts is None and carried:
+            fields["carried_ts"] = carried
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
         payload = {"node": node, "symptom": symptom, "fields": fields}
         self.manager.add(self.context_id, EMIT_TYPES[emit.type].value, rule.name, oc, ts, line_num, line, node, payload)
         self.added += 1
+        return ts
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
-                           oc: int) -> "_ActiveAccumulator | None":
+                           oc: int, carried: str | None = None) -> "_ActiveAccumulator | None":
         node, extra = self.resolve_node(obs, line)
         ctx = AccumulatorContext(rule.name, obs.source, node, extra.get("rank"), line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
+        acc.carried = carried
         try:
             acc.instance = rule.factory(ctx, line, caps)
         except Exception:
@@ -235,6 +246,7 @@ class _ActiveAccumulator:
         self.fed = 0
         self.instance: Any = None
         self.done = False
+        self.carried: str | None = None
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
@@ -272,6 +284,8 @@ class _ActiveAccumulator:
             fields = dict(spec.fields)
             if self.rank is not None:
                 fields.setdefault("rank", self.rank)
+            if not (spec.timestamp or self.ts) and self.carried:
+                fields.setdefault("carried_ts", self.carried)
             spec = EventSpec(spec.type, spec.symptom, spec.node, fields, spec.line_num, spec.timestamp, spec.datum)
             phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum)
 
@@ -291,8 +305,7 @@ class FilterPhase:
 # ---- phase 3: refinement -----------------------------------------------------------------------------
 
 
-def _sort_key(e: Event) -> tuple:
-    return ((0, e.timestamp) if e.timestamp else (1, ""), e.fields.get("uptime") or 0.0, e.id)
+_sort_key = event_order_key  # one explicit order everywhere (rulekit/engine/ordering.py)
 
 
 class RefinementPhase:
@@ -371,8 +384,7 @@ class RefinementPhase:
         out: dict[str, tuple[Any, int, str | None]] = {}
         for e in sorted(state.stream.bad_events(), key=_sort_key):
             if e.symptom and e.symptom not in out:
-                k = _sort_key(e)
-                out[e.symptom] = ((k[0], k[1]), e.id, e.node)
+                out[e.symptom] = (_sort_key(e)[:-1], e.id, e.node)  # the order without the event id
         return out
 
 

@@ -145,7 +145,7 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
     top_rank = reg.rank(active[0])
     tied = [s for s in active if reg.rank(s) == top_rank]
     # explicit tie-break: earliest evidence (timestamp, uptime, source, line), then the name
-    tied.sort(key=lambda s: (first_event.get(s, ((1, ""), 0, None))[0], s))
+    tied.sort(key=lambda s: (first_event.get(s, (((1, ""),), 0, None))[0], s))
     root = tied[0]
     info = reg.info(root)
     kinds = {(reg.info(s).outcome, reg.info(s).sub_domain) for s in tied}
