@@ -46,6 +46,8 @@ class SymptomSet:
         return sorted((s for s in self._nodes if s not in self.removed), key=lambda s: (-self.registry.rank(s), s))
 
     def __contains__(self, symptom: object) -> bool:
+        if isinstance(symptom, str):
+            symptom = self.registry.canonical(symptom)
         return symptom in self._nodes and symptom not in self.removed
 
     def __iter__(self) -> Iterator[str]:
@@ -55,10 +57,11 @@ class SymptomSet:
         return len(self.symptoms())
 
     def nodes(self, symptom: str) -> set[str | None]:
+        symptom = self.registry.canonical(symptom)
         return set(self._nodes.get(symptom, ())) if symptom in self else set()
 
     def event_ids(self, symptom: str) -> list[int]:
-        return list(self._events.get(symptom, ()))
+        return list(self._events.get(self.registry.canonical(symptom), ()))
 
     def matching(self, prefix: str | tuple[str, ...]) -> list[str]:
         pre = (prefix,) if isinstance(prefix, str) else tuple(prefix)
@@ -76,6 +79,7 @@ class SymptomSet:
 
     # ---- writing ----
     def _remove(self, symptom: str, action: str, rule: str, reason: str) -> bool:
+        symptom = self.registry.canonical(symptom)
         if symptom not in self:
             return False
         self.removed[symptom] = Removal(action, rule, reason)
@@ -91,6 +95,7 @@ class SymptomSet:
         return self._remove(symptom, "demote", rule, reason)
 
     def keep_only(self, symptoms: set[str], rule: str = "", reason: str = "", action: str = "demote") -> list[str]:
+        symptoms = {self.registry.canonical(s) for s in symptoms}
         gone = [s for s in self.symptoms() if s not in symptoms]
         for s in gone:
             self._remove(s, action, rule, reason)

@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
 
@@ -282,6 +282,8 @@ class EventStream:
         self.phase = phase
         self.trace: list[TraceEntry] = trace if trace is not None else []
         self.read_only = False
+        # symptom alias -> canonical name (the registry's), applied on every write and query
+        self.canonical: Callable[[str], str] = lambda name: name
 
     # ---- reading ----
     def query(self, event_type: str | EventType | Sequence[str] | None = None, symptom: str | None = None,
@@ -303,6 +305,7 @@ class EventStream:
         sql += " ORDER BY e.id"
         out = [self._event(row) for row in self.manager.conn.execute(sql, args)]
         if symptom is not None:
+            symptom = self.canonical(symptom)
             out = [e for e in out if e.symptom == symptom]
         if prefix is not None:
             pre = (prefix,) if isinstance(prefix, str) else tuple(prefix)
@@ -344,7 +347,8 @@ class EventStream:
         self._check_writable()
         etype = EMIT_TYPES[spec.type].value if spec.type in EMIT_TYPES else spec.type
         node = spec.node if spec.node is not None else (cause.node if cause else None)
-        payload: dict[str, Any] = {"node": node, "symptom": spec.symptom, "fields": dict(spec.fields), "added_by": rule}
+        symptom = self.canonical(spec.symptom) if spec.symptom else spec.symptom
+        payload: dict[str, Any] = {"node": node, "symptom": symptom, "fields": dict(spec.fields), "added_by": rule}
         if cause is not None:
             payload["cause_event"] = cause.id
         eid = self.manager.insert_now((
@@ -354,7 +358,7 @@ class EventStream:
             spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
             _clip(spec.datum if spec.datum is not None else (cause.datum if cause else None)), node,
             json.dumps(payload, sort_keys=True, default=str)))
-        self.trace.append(TraceEntry(self.phase, rule, "add", eid, spec.symptom, node, reason))
+        self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
         ev = self.get(eid)
         assert ev is not None
         return ev
@@ -396,6 +400,7 @@ class EventStream:
 
     def set_symptom(self, event: Event, symptom: str, rule: str, reason: str = "") -> None:
         self._check_writable()
+        symptom = self.canonical(symptom)
         event.payload["symptom"] = symptom
         event.payload.setdefault("history", []).append({"rule": rule, "action": "set_symptom", "reason": reason})
         self.manager.conn.execute("UPDATE events SET payload = ? WHERE id = ? AND context_id = ?",
