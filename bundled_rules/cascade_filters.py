@@ -36,7 +36,8 @@ from rulekit.rules.model import SHORT_EMIT
 from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
 
 from .common.relations import (
-    NETWORK_HOST_EVIDENCE, STICKY_CUDA, VICTIMS, ip_host_map, is_primary, order_key, rank_field,
+    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
+    nvlink5_filtering_demotes, order_key, rank_field,
 )
 
 AUTHOR = "rulekit corpus"
@@ -590,7 +591,12 @@ def demote_victims_when_primary(context):
     """Watchdog timeouts, ncclRemoteError / system errors, IB status 5 / 12 reports,
     Xid 43/45/154, signals, launcher and teardown noise are never the root cause when
     a primary fault (rank >= 600, not itself a victim) exists anywhere in the job:
-    they become interesting evidence, so only culprit nodes stay bad."""
+    they become interesting evidence, so only culprit nodes stay bad.
+
+    When the primary is a decoded fatal NVLink5 error, the attribution spec's FINAL
+    refiners do this work (Xid149AndNvlinkFiltering job-wide, Gb200PriorityRootCause on
+    the NVLink5 node): the victims they cover reach refinement as bad-node symptoms and
+    only the rest are demoted here."""
     stream, reg = context.event_stream, context.registry
     bad = stream.bad_events()
     primaries = [e for e in bad if is_primary(e.symptom, reg)]
@@ -598,6 +604,10 @@ def demote_victims_when_primary(context):
         return
     top = max(primaries, key=lambda e: reg.rank(e.symptom))
     victims = [e for e in bad if e.symptom in VICTIMS]
+    nvlink5_nodes = {e.node for e in primaries if e.symptom in NVLINK5_DECODED}
+    if nvlink5_nodes:
+        victims = [e for e in victims if not nvlink5_filtering_demotes(reg.info(e.symptom))
+                   and not (e.node in nvlink5_nodes and e.symptom.startswith(NVLINK5_LOCAL_CONSEQUENCES))]
     if victims:
         stream.demote(victims, rule="DemoteVictimsWhenPrimary",
                       reason=f"victim of the primary fault {top.symptom} on {top.node}")

@@ -186,7 +186,7 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -
     if ev:
         console.print(f"Evidence ({len(ev)}{' shown, ' + str(r['evidence_omitted']) + ' more' if r.get('evidence_omitted') else ''}):")
         for e in ev[:25]:
-            kind = "bad " if e["event_type"].endswith(".bad") else "int "
+            kind = {"bad": "bad ", "bad_peers": "peer"}.get(e["event_type"].rsplit(".", 1)[-1], "int ")
             console.print(f"  {kind} {escape(str(e['symptom'])):<34} {escape(str(e['node'])):<10} "
                           f"{escape(str(e['source']))}:{e['line_num']}  [dim]{escape(str(e['rule']))}[/]")
         if len(ev) > 25:
