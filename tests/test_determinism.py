@@ -41,3 +41,16 @@ def test_splitting_the_applog_does_not_change_the_diagnosis(bundled, tmp_path, j
     split = tmp_path / job_dir.name
     _split_copy(job_dir, split, where)
     assert _key(attribute_dir(bundled, split)) == whole
+
+
+@pytest.mark.parametrize("job_dir", find_examples([ROOT / "examples"]), ids=lambda d: d.name)
+def test_reading_the_observations_in_reverse_does_not_change_the_diagnosis(bundled, job_dir):
+    from rulekit.engine.session import Session
+    from rulekit.inputs.jobdir import read_job_dir
+
+    whole = _key(attribute_dir(bundled, job_dir))
+    jd = read_job_dir(job_dir)
+    with Session(bundled, jd.job) as s:
+        for obs in reversed(list(jd.observations)):
+            s.ingest(obs)
+        assert _key(s.attribute()) == whole
