@@ -71,7 +71,7 @@ case "co-occurrence on another node does not" {
   job { id = "c", state = "FAILED", nodes = ["n1", "n2"] }
   observe syslog on "n1" { "GPU DEAD" }
   observe syslog on "n2" { "APP CRASH" }
-  expect { root_cause = "GPU_DEAD", symptoms = ["APP_CRASH"], bad_nodes = ["n1", "n2"] }
+  expect { root_cause = "GPU_DEAD", symptoms = ["APP_CRASH"], bad_nodes = ["n1"], affected_nodes = ["n2"] }
 }
 case "promote unless: promoted" {
   job { id = "d", state = "FAILED", nodes = ["n1"] }
