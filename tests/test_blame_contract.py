@@ -135,6 +135,18 @@ def test_weak_evidence_gives_the_best_outcome_with_low_confidence(bundled):
     assert r["bad_nodes"] == []
 
 
+def test_a_low_ranked_root_is_low_confidence(bundled):
+    """A bare `exitcode: 1` says a Python error probably ended the rank, not which."""
+    job = JobInfoBuilder("exit1", "FAILED", ("node0001",), tasks_per_node=8).build()
+    with Session(bundled, job) as s:
+        s.ingest(Observation(source="applog", label="train.log", lines=[
+            "E0813 08:21:22.990000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed "
+            "(exitcode: 1) local_rank: 2 (pid: 1246014) of binary: /usr/bin/python3"]))
+        r = s.attribute()
+    assert r["root_cause"]["symptom"] == "PROCESS_EXIT_NONZERO", r["symptoms"]
+    assert r["outcome"] == "application" and r["confidence"] == "low" and r["bad_nodes"] == []
+
+
 def test_no_evidence_is_unknown(bundled):
     job = JobInfoBuilder("none", "FAILED", ("node0001",)).build()
     with Session(bundled, job) as s:

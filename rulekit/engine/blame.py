@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from rulekit.engine.refine import OutcomeDecision
+from rulekit.engine.refine import DECISIVE_OUTCOMES, OutcomeDecision
 from rulekit.engine.store import Event
 from rulekit.rules.model import NODE_BLAMES
 from rulekit.rules.registry import SymptomRegistry
@@ -29,6 +29,9 @@ CERTAIN_BLAMES = ("node", "link")
 # outcomes that blame no node: the user's program, the time limit, a cancellation, success
 NO_FAULT_OUTCOMES = ("application", "timeout", "cancelled", "success")
 MAX_ALTERNATIVES = 4
+# a hardware/network/application/infrastructure root ranked below this is weak evidence
+# (thermal slowdown, a bare non-zero exit, Xid 154 alone); scheduler states are not
+WEAK_RANK = 300
 
 
 def xid154_action(datum: str | None) -> str | None:
@@ -121,7 +124,8 @@ def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry
 
     low: no root (no error evidence), the root's own outcome is unknown or it blames
     nobody (victim / generic evidence only), the decision fell back from such a root,
-    or the top rank is tied between different outcomes.  medium: a tie within one
+    a hardware/network/application/infrastructure root ranked below WEAK_RANK, or
+    the top rank is tied between different outcomes.  medium: a tie within one
     outcome, a root only peers blame, or a symptom of another outcome within 10 ranks
     of the root.  high otherwise."""
     root = decision.root_symptom
@@ -146,7 +150,8 @@ def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry
     close = [s for s in remaining if s != root and reg.rank(s) >= reg.rank(root) - 10
              and reg.info(s).outcome != info.outcome]
     weak = (info.outcome == "unknown" or bool(decision.fallback_from)
-            or (info.blame in (None, "none") and info.outcome != "success"))
+            or (info.blame in (None, "none") and info.outcome != "success")
+            or (info.outcome in DECISIVE_OUTCOMES and info.rank < WEAK_RANK))
     if weak or decision.ambiguous:
         for s in remaining:
             if s != root and reg.info(s).outcome != "unknown":

@@ -144,6 +144,8 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
         # confidence; only when none does is the outcome unknown
         decisive = [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES
                     and reg.info(s).blame not in (None, "none")]
+        # second tier: a victim whose outcome is known (ncclRemoteError -> network) still says more
+        decisive = decisive or [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES]
         if decisive:
             fallback_from = [s for s in active if reg.rank(s) > reg.rank(decisive[0])]
             active = decisive
