@@ -363,9 +363,11 @@ class RuleLoader:
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
         self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
-        dsl_mod = sys.modules.get("rulekit.rules.dsl")
-        if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
-            self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
+        if any(getattr(r, "decl", None) is not None for r in self.ruleset.rules):
+            # DSL rules may name Python plugin rules (`uses python X`): checked once every file is loaded
+            from rulekit.rules import dsl
+
+            self.diagnostics.extend(dsl.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
         self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
         if has_errors(self.diagnostics):
             if strict:

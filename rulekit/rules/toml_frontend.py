@@ -382,6 +382,11 @@ def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         return []
     member_regions = ctx.loc.tables("family.member", reg) if reg else []
     out = []
+    # table-level fields are read (and reported) once, not once per member
+    family_author = ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author)
+    sources = ctx.str_list({"source": template.get("source", tbl.get("source"))}, "source", reg, what)
+    formats = ctx.str_list({"format": template.get("format", tbl.get("format"))}, "format", reg, what)
+    requires = ctx.str_list(tbl, "requires", reg, what)
     for i, m in enumerate(members):
         mreg = member_regions[i] if i < len(member_regions) else None
         mspan = ctx.loc.value(mreg, "name") if mreg else ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1)
@@ -402,13 +407,10 @@ def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         if emit is None:
             continue
         tests = _tests(ctx, m.get("test"), ctx.loc.tables("family.member.test", mreg) if mreg else [], mreg, mwhat)
-        src = template.get("source", tbl.get("source"))
-        fmt = template.get("format", tbl.get("format"))
         out.append(ExtractorRule(
-            name=mname, author=m.get("author") or ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            name=mname, author=m.get("author") or family_author,
             span=mspan, match_re=pattern, match_span=ctx.loc.key(reg, "template"), emit=emit,
-            sources=ctx.str_list({"source": src}, "source", reg, what), formats=ctx.str_list({"format": fmt}, "format", reg, what),
-            requires=ctx.str_list(tbl, "requires", reg, what), tests=_with_default_expect(tests, emit),
+            sources=sources, formats=formats, requires=requires, tests=_with_default_expect(tests, emit),
             origin=f"family:{fname}", docs=str(m.get("docs") or tbl.get("docs") or "")))
     return out
 
@@ -446,6 +448,11 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         _emit(ctx, emit_raw, reg, what)
         return []
     entries_region = (ctx.loc.tables("catalog.entries", reg) or [reg])[0] if reg else None
+    # table-level fields are read (and reported) once, not once per entry
+    author = ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author)
+    sources = ctx.str_list(tbl, "source", reg, what)
+    formats = ctx.str_list(tbl, "format", reg, what)
+    requires = ctx.str_list(tbl, "requires", reg, what)
     out = []
     for k, entry in entries.items():
         espan = ctx.loc.key(entries_region, k) if entries_region else Span(ctx.path, 1, 1)
@@ -466,10 +473,9 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         expanded = expand_catalog_pattern(pattern, key, str(k))
         assert expanded is not None
         out.append(ExtractorRule(
-            name=ename, author=ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            name=ename, author=author,
             span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
-            sources=ctx.str_list(tbl, "source", reg, what), formats=ctx.str_list(tbl, "format", reg, what),
-            requires=ctx.str_list(tbl, "requires", reg, what), tests=(), origin=f"catalog:{cname}",
+            sources=sources, formats=formats, requires=requires, tests=(), origin=f"catalog:{cname}",
             lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
     # Catalog-level tests are kept on the first expanded rule; the test runner runs a
     # test of a catalog rule through every rule of that catalog (see rulekit.analysis.testing).
