@@ -15,6 +15,7 @@ A rule that raises does not stop attribution: the error is reported in the resul
 from __future__ import annotations
 
 import traceback
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -163,7 +164,8 @@ class ExtractionPhase:
                 counted_pos = start
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
-                carried = carry.before(chunk, start)
+                # the carried timestamp is looked up only for a line without its own
+                carried = partial(carry.before, chunk, start)
                 if isinstance(rule, AccumulatorRule):
                     acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
                     if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
@@ -180,7 +182,7 @@ class ExtractionPhase:
         return self.added - before
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carried: str | None = None) -> str | None:
+              carried: Callable[[], str | None] | None = None) -> str | None:
         """Add the rule's event for one line; returns the line's own timestamp."""
         node, extra = self.resolve_node(obs, line)
         values: dict[str, Any] = dict(rule.lookup)
@@ -194,8 +196,10 @@ class ExtractionPhase:
             fields[k] = render(t, values)
         ts = extra.pop("_ts", None)
         fields.update(extra)
-        if ts is None and carried:
-            fields["carried_ts"] = carried
+        if ts is None and carried is not None:
+            c = carried()
+            if c:
+                fields["carried_ts"] = c
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
@@ -205,11 +209,11 @@ class ExtractionPhase:
         return ts
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
-                           oc: int, carried: str | None = None) -> "_ActiveAccumulator | None":
+                           oc: int, carried: Callable[[], str | None] | None = None) -> "_ActiveAccumulator | None":
         node, extra = self.resolve_node(obs, line)
         ctx = AccumulatorContext(rule.name, obs.source, node, extra.get("rank"), line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
-        acc.carried = carried
+        acc.carried = carried() if carried is not None and acc.ts is None else None
         try:
             acc.instance = rule.factory(ctx, line, caps)
         except Exception:
