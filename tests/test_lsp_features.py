@@ -372,3 +372,32 @@ def test_witness_actions_from_real_lint_findings():
         c.update(target, "\n".join(lines[: edit.span.line - 1] + lines[edit.span.line:]))
         job = c.lint_job()  # the edit dropped the file's lint findings: lint again
         c.apply_lint(job, job.run())
+
+
+@pytest.mark.parametrize("name,text", [
+    ("r.toml", '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\ndocs = "d"\n\n'
+               '[[extractor]]\nname = "R"\nauthor = "t"\nmatch_re = \'boom\'\nemit = { type = "bad_node", symptom = "S" }\n'),
+    ("r.rule", 'symptom "S" { outcome hardware sub_domain gpu rank 1 }\n'
+               'extractor R { match /boom/ emit bad_node "S" }\n'),
+    ("r.py", 'from rulekit.plugin import register_symptom\n'
+             'register_symptom("S", outcome="hardware", sub_domain="gpu", rank=1, docs="d")\n'),
+])
+def test_code_action_sets_a_missing_blame(tmp_path: Path, name: str, text: str):
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    f = folder / name
+    f.write_text(text)
+    c = Corpus([folder])
+    p = str(f.resolve())
+    (d,) = [d for d in c.diagnostics_by_file()[p] if d.code == "RK208"]
+    acts = editing.code_actions(c, p, d.span)
+    assert [a.title for a in acts][:3] == ["Set blame `node`", "Set blame `link`", "Set blame `peer`"]
+    (e,) = acts[0].edits[p]
+    lines = text.split("\n")
+    ln = lines[e.span.line - 1]
+    lines[e.span.line - 1] = ln[: e.span.col - 1] + e.new_text + ln[e.span.col - 1:]
+    fixed = "\n".join(lines)
+    assert 'blame = "node"' in fixed or "blame node" in fixed or 'blame="node"' in fixed
+    f.write_text(fixed)
+    c = Corpus([folder])
+    assert not [d for d in c.diagnostics_by_file().get(p, []) if d.code in ("RK208", "RK101", "RK102")]
