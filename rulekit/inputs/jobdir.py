@@ -1,9 +1,11 @@
 """The job directory reader (README, "The job directory"): job.toml, applog/*.log, syslog/<node>.log,
-observations.jsonl -> a JobInfo, the observations to ingest, and notes.
+fr/<prefix><rank> (flight-recorder dumps), observations.jsonl -> a JobInfo, the observations to
+ingest, and notes.
 
 Missing pieces are fine; unknown files are noted (RK504), never fatal; bad
-records are reported (RK503) and skipped.  Files are not read here beyond
-job.toml and observations.jsonl: logs are streamed by extraction.
+records are reported (RK503) and skipped; refused flight-recorder dumps are RK507.
+Files are not read here beyond job.toml, observations.jsonl and fr/ (dumps are
+validated and packed here): logs are streamed by extraction.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from rulekit.diagnostics import Diagnostic, RulekitError, Span
+from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.jobinfo import (
     SLURM_STATES,
     ExecutionCancellation,
@@ -23,11 +25,13 @@ from rulekit.inputs.jobinfo import (
     JobInfoError,
     SchedulerFailure,
 )
+from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
+                                            read_dump_file)
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import toml_error_span
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
-KNOWN_TOP = {"job.toml", "applog", "syslog", "observations.jsonl", "expected.json", "README.md", "generate.py"}
+KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
 JOB_KEYS = {"id", "state", "nodes", "start", "end", "failed_node", "exit_code", "tasks_per_node", "ranks"}
 
 
@@ -152,6 +156,9 @@ def read_job_dir(path: str | Path) -> JobDir:
         else:
             notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (node logs are syslog/<node>.log)",
                                     Span(str(p), 1, 1)))
+    fr_dir = root / "fr"
+    if fr_dir.is_dir():
+        obs.extend(read_fr_dir(root, fr_dir, notes))
     jsonl = root / "observations.jsonl"
     if jsonl.exists():
         recs, bad = read_observations_jsonl(jsonl)
@@ -164,6 +171,40 @@ def read_job_dir(path: str | Path) -> JobDir:
     if not obs or jd.total_bytes() == 0:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
+
+
+def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
+    """RK507 for a refused dump, located by byte offset (pickle) or line:col (JSON)."""
+    if e.line is not None:
+        span = Span(path, e.line, e.col or 1)
+    else:
+        span = Span(path, 1, 1)
+    data = {"byte": e.offset} if e.offset is not None else {}
+    return Diagnostic("RK507", str(e), span, data=data)
+
+
+def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Observation]:
+    """fr/<prefix><rank>[.json]: one flight-recorder dump per rank (PyTorch's
+    TORCH_NCCL_DEBUG_INFO_TEMP_FILE names); refused dumps are RK507 notes."""
+    out = []
+    for p in sorted(fr_dir.rglob("*")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        label = str(p.relative_to(root))
+        if rank_from_name(p.name) is None:
+            notes.append(Diagnostic("RK504", f"ignored `{label}` (flight-recorder dumps are fr/<prefix><rank>)",
+                                    Span(label, 1, 1)))
+            continue
+        try:
+            dump = read_dump_file(p, label)
+        except FRDumpError as e:
+            notes.append(fr_diagnostic(e, label))
+            continue
+        if dump.problems:
+            shown = "; ".join(dump.problems[:5]) + (f"; and {len(dump.problems) - 5} more" if len(dump.problems) > 5 else "")
+            notes.append(Diagnostic("RK507", f"{label}: {shown}", Span(label, 1, 1), severity=Severity.WARNING))
+        out.append(dump_observation(dump, label))
+    return out
 
 
 def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnostic]]:
@@ -181,6 +222,13 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 rec = json.loads(text)
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
+                continue
+            if isinstance(rec, dict) and rec.get("kind") == "flight_recorder":
+                try:
+                    out.append(observation_from_record(rec, f"{path.name}:{n}"))
+                except FRDumpError as e:
+                    diags.append(Diagnostic("RK507", str(e), Span(str(path), n, 1)))
+                current = None
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("source"), str):
                 diags.append(Diagnostic("RK503", "an observation record needs a string `source`", Span(str(path), n, 1)))
