@@ -16,7 +16,10 @@ In priority order:
 - AerBeforeGpuFault (MID): an application-class Xid on a GPU whose PCIe link had just
   reported an uncorrectable AER error is that error's consequence;
 - IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
-  several peers name (certain with host-side link evidence);
+  several peers name (certain with host-side link evidence); one report names the
+  peer in a `bad_peers` event;
+- PeerNamedByReports (MID): a closed-connection report naming its far end adds a
+  `bad_peers` event on that peer;
 - TracebackFanOut (MID): identical tracebacks on many ranks are one failure;
 - TransientStorageRecovered (STANDARD): storage outages that recovered are demoted;
 - PlacedEvidenceWins (STANDARD): node-less copies of a placed symptom are demoted;
@@ -33,15 +36,16 @@ from rulekit.rules.model import SHORT_EMIT
 from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
 
 from .common.relations import (
-    NETWORK_HOST_EVIDENCE, STICKY_CUDA, VICTIMS, ip_host_map, is_primary, order_key, rank_field,
+    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
+    nvlink5_filtering_demotes, order_key, rank_field,
 )
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905,
+register_symptom("GPU_XID_REPEATED_SAME_GPU", outcome="hardware", sub_domain="gpu", rank=905, blame="node", action="inspect",
                  docs="Xid 13 (same GPC/TPC) or Xid 31 recurred on the same GPU in separate bursts: the GPU, not the "
                       "code, is suspect (NVSentinel rule); a DCGM diag is due.")
-register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infiniband", rank=300,
+register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infiniband", rank=300, blame="peer",
                  docs="The one remote node a single IB status-12 report names, with no host-side link evidence on "
                       "either end: a lead (interesting), never the root. One report cannot tell the reporter's end "
                       "(GID index, its own port) from the peer's; the status-12 event stays on the reporter.")
@@ -394,11 +398,50 @@ def ib_status12_peer_blame(context):
                               + (" and it logged link/HCA trouble" if host_net else ""))
             stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
         elif reporters:
-            stream.add(EventSpec(type="interesting_node", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
-                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters}),
+            # the spec's peer-scoped event: evidence about `remote` reported by another node
+            stream.add(EventSpec(type="bad_peers", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
+                                 fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
+                                         "reporter": reporters[0]}),
                        rule="IbStatus12PeerBlame", cause=evs[0],
                        reason=f"only {reporters[0]} got retry-exceeded from {remote}, and neither end logged "
                               "link/HCA trouble: the report stays on the reporter")
+
+
+register_symptom("NCCL_PEER_SUSPECT", outcome="network", sub_domain="nccl", rank=300, blame="peer",
+                 docs="A node other nodes name as the far end of a closed / reset NCCL or gloo connection "
+                      "(`Connection closed by remote peer node0007<45678>`). Carried by `bad_peers` events only: "
+                      "a suspected bad node when nothing certain explains a network or unknown outcome, never "
+                      "the root.")
+
+
+@filter_def(name="PeerNamedByReports", author=AUTHOR, priority=FilterPriority.MID + 35,
+            symptoms=("NCCL_PEER_SUSPECT",))
+def peer_named_by_reports(context):
+    """A closed / reset connection report that names its far end (a host of the job, or
+    an address a host printed as its own) is evidence about that peer, not about the
+    reporter: add a `bad_peers` event on the peer (one per reporter), so the report can
+    list it as a *suspected* bad node (the reporter's own symptom blames nobody)."""
+    stream, job = context.event_stream, context.job
+    nodes = set(job.nodes)
+    ipmap = None
+    seen = set()
+    for e in sorted(stream.query(["bad_node", "interesting_node"], symptom="NCCL_CONNECTION_CLOSED"), key=order_key):
+        peer = (e.fields.get("peer") or "").strip("[]")
+        if not peer:
+            continue
+        if ipmap is None:
+            ipmap = ip_host_map(stream)
+        cands = ipmap.get(peer, set()) or ({peer} if peer in nodes else set())
+        if len(cands) != 1:
+            continue
+        remote = next(iter(cands))
+        if remote == e.node or (nodes and remote not in nodes) or (remote, e.node) in seen:
+            continue
+        seen.add((remote, e.node))
+        stream.add(EventSpec(type="bad_peers", symptom="NCCL_PEER_SUSPECT", node=remote,
+                             fields={"peer": peer, "reporter": e.node}),
+                   rule="PeerNamedByReports", cause=e,
+                   reason=f"{e.node or 'a rank'} lost its connection to {remote}")
 
 
 _DIGITS = re.compile(r"\d+")
@@ -500,7 +543,7 @@ def xid_caused_by_previous(context):
                    rule="XidCausedByPrevious", cause=e, reason=f"{e.symptom} says it was caused by Xid {m.group(1)}")
 
 
-register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50,
+register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50, blame="peer",
                  docs="Interesting only: in a job that died of collective timeouts with no other fault, this rank had "
                       "completed fewer collectives than its peers, or never reported at all: look at it first.")
 
@@ -552,7 +595,12 @@ def demote_victims_when_primary(context):
     """Watchdog timeouts, ncclRemoteError / system errors, IB status 5 / 12 reports,
     Xid 43/45/154, signals, launcher and teardown noise are never the root cause when
     a primary fault (rank >= 600, not itself a victim) exists anywhere in the job:
-    they become interesting evidence, so only culprit nodes stay bad."""
+    they become interesting evidence, so only culprit nodes stay bad.
+
+    When the primary is a decoded fatal NVLink5 error, the attribution spec's FINAL
+    refiners do this work (Xid149AndNvlinkFiltering job-wide, Gb200PriorityRootCause on
+    the NVLink5 node): the victims they cover reach refinement as bad-node symptoms and
+    only the rest are demoted here."""
     stream, reg = context.event_stream, context.registry
     bad = stream.bad_events()
     primaries = [e for e in bad if is_primary(e.symptom, reg)]
@@ -560,6 +608,10 @@ def demote_victims_when_primary(context):
         return
     top = max(primaries, key=lambda e: reg.rank(e.symptom))
     victims = [e for e in bad if e.symptom in VICTIMS]
+    nvlink5_nodes = {e.node for e in primaries if e.symptom in NVLINK5_DECODED}
+    if nvlink5_nodes:
+        victims = [e for e in victims if not nvlink5_filtering_demotes(reg.info(e.symptom))
+                   and not (e.node in nvlink5_nodes and e.symptom.startswith(NVLINK5_LOCAL_CONSEQUENCES))]
     if victims:
         stream.demote(victims, rule="DemoteVictimsWhenPrimary",
                       reason=f"victim of the primary fault {top.symptom} on {top.node}")

@@ -14,17 +14,17 @@ from .common.pytrace import CHAIN_SEPARATORS, TRACEBACK, classify, exception_of,
 
 AUTHOR = "rulekit corpus"
 
-register_symptom("PYTHON_EXCEPTION", outcome="application", sub_domain="python", rank=600,
+register_symptom("PYTHON_EXCEPTION", outcome="application", sub_domain="python", rank=600, blame="workload",
                  docs="An uncaught Python exception ended a rank (the first exception of a chain, nearest the root).")
-register_symptom("PYTHON_IMPORT_ERROR", outcome="application", sub_domain="python", rank=605,
+register_symptom("PYTHON_IMPORT_ERROR", outcome="application", sub_domain="python", rank=605, blame="workload",
                  docs="ImportError / ModuleNotFoundError: the environment or image lacks a module.")
-register_symptom("PYTHON_DISTRIBUTED_ERROR", outcome="unknown", sub_domain="nccl", rank=410,
+register_symptom("PYTHON_DISTRIBUTED_ERROR", outcome="unknown", sub_domain="nccl", rank=410, blame="none",
                  docs="A torch.distributed error (DistBackendError, NCCL error in ...) ended a rank: a victim of a "
                       "failure elsewhere unless nothing else is known.")
-register_symptom("PYTHON_CUDA_ERROR", outcome="application", sub_domain="cuda", rank=590,
+register_symptom("PYTHON_CUDA_ERROR", outcome="application", sub_domain="cuda", rank=590, blame="workload",
                  docs="A traceback ended in a CUDA error (catch-all for CUDA errors no specific rule names; the "
                       "specific CUDA symptom outranks it; a victim when a primary fault exists).")
-register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal", rank=130,
+register_symptom("PYTHON_INTERRUPTED", outcome="cancelled", sub_domain="signal", rank=130, blame="scheduler",
                  docs="KeyboardInterrupt / SystemExit / elastic SignalException: the rank was stopped from outside.")
 
 

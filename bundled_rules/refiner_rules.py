@@ -2,12 +2,11 @@
 and Gb200PriorityRootCause.  Xid171Cascade is declarative: see cascades.rule."""
 from rulekit.plugin import RefinerPriority, demote_where, refiner_def
 
+from .common.relations import NVLINK5_DECODED as _NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, nvlink5_filtering_demotes
+
 AUTHOR = "rulekit core"
-NVLINK5_DECODED = ("XID-149-NVLINK_SIGNAL_INTEGRITY", "XID-149-NVLINK_NETIR_FATAL", "XID-144-NVLINK_SAW_FATAL",
-                   "XID-145-NVLINK_RLW_FATAL", "XID-146-NVLINK_TLW_FATAL", "XID-147-NVLINK_TREX_FATAL",
-                   "XID-148-NVLINK_NVLPW_CTRL_FATAL", "XID-150-NVLINK_MSE_FATAL")
-# consequences of an NVLink5 fatal error on its own node (REFERENCE 1.2: "may cause 48/94/95/45 locally")
-LOCAL_CONSEQUENCES = ("XID-43-", "XID-45-", "XID-48-", "XID-94-", "XID-95-", "XID-154-", "XID-74-")
+NVLINK5_DECODED = _NVLINK5_DECODED
+LOCAL_CONSEQUENCES = NVLINK5_LOCAL_CONSEQUENCES
 
 
 def _priority(name):
@@ -25,7 +24,7 @@ def xid_149_and_nvlink_filtering(context):
     decoded = [s for s in symptoms.symptoms() if s in NVLINK5_DECODED]
     if not decoded:
         return
-    demote_where(symptoms, context.registry, lambda s, info: info.outcome != "hardware" or info.sub_domain == "nvlink",
+    demote_where(symptoms, context.registry, lambda s, info: nvlink5_filtering_demotes(info),
                  "Xid149AndNvlinkFiltering", f"consequence of {decoded[0]}", keep=NVLINK5_DECODED)
 
 

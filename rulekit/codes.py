@@ -148,7 +148,18 @@ Fix: define the plugin function with its decorator, or fix the name."""),
 whose expanded name collides with an individual rule, or a symptom alias equal to
 another symptom's name).
 Fix: rename one side."""),
-    _c("RK208", "misspelled-symptom-literal", "warning", "A string in a Python plugin looks like a misspelt symptom.",
+    _c("RK208", "missing-blame", "error", "A registered symptom does not say whom it blames.",
+       """What it does: reports a registered symptom whose blame resolves to nothing: neither the
+symptom nor any outcome rule whose prefix it has sets `blame`.
+Why: `bad_nodes` is what drain, GPU-reset and RMA automation acts on. Only symptoms blamed
+on `node`, `link` or `peer` may put a node there; a symptom that does not say would either
+drain healthy machines (a user bug on the node where it surfaced) or hide a faulty one.
+Example: `[[symptom]] name = "CUDA_OOM" outcome = "application" sub_domain = "oom" rank = 680`
+with no `blame` line.
+Fix: add `blame = "workload"` (TOML), `blame workload` (DSL) or `blame="workload"`
+(`register_symptom`), or set it once for a family on an `[[outcome_rule]]` prefix;
+docs/blame.md lists the classes and their actions."""),
+    _c("RK209", "misspelled-symptom-literal", "warning", "A string in a Python plugin looks like a misspelt symptom.",
        """What it does: reports a string literal in a `.py` rule file that is not a registered
 symptom (or alias) but is one or two edits away from one, with the name it probably means.
 Why: plugins name symptoms in plain strings (`stream.demote(..., "XID-79-FALLEN_OFF_THE_BU")`);

@@ -20,6 +20,7 @@ CORPUS = {
         rank = 50
         outcome = "infrastructure"
         sub_domain = "storage"
+        blame = "node"
 
         [[extractor]]
         name = "DiskFull"

@@ -104,8 +104,9 @@ def test_watchdog_straggler_is_interesting_not_bad(bundled):
     result = _attribute_case(bundled, "the rank behind in the collective sequence is a straggler suspect "
                                       "(interesting only)")
     assert result["interesting_nodes"] == [{"node": "node-02", "symptoms": ["NCCL_STRAGGLER_SUSPECT"]}]
-    assert [b["node"] for b in result["bad_nodes"]] == ["node-01"]
-    assert result["outcome"] == "unknown"
+    # timed-out ranks are victims: they blame nobody (REFERENCE §8), the node is only affected
+    assert result["bad_nodes"] == [] and [a["node"] for a in result["affected_nodes"]] == ["node-01"]
+    assert result["outcome"] == "unknown" and result["confidence"] == "low"
 
 
 def test_no_straggler_when_a_primary_fault_is_known(bundled):
@@ -114,8 +115,9 @@ def test_no_straggler_when_a_primary_fault_is_known(bundled):
 
 
 def test_single_ib_status12_report_names_the_peer_as_a_lead_only(bundled):
-    """One status-12 report, no host evidence: the reporter keeps the blame, the named
-    peer is an interesting IB_REMOTE_PEER_SUSPECT lead (IbStatus12PeerBlame docstring)."""
+    """One status-12 report, no host evidence: either end may be at fault, so the
+    reporter and the peer its report names (a `bad_peers` IB_REMOTE_PEER_SUSPECT event)
+    are both `suspected` bad nodes, never certain (IbStatus12PeerBlame docstring)."""
     job = JobInfoBuilder("ib1", None, ("node0002", "node0003"), tasks_per_node=1).build()
     lines = ["node0002:319733:319733 [1] NCCL INFO Bootstrap : Using ib0:10.0.0.2<0>",
              "node0003:2211:2211 [0] NCCL INFO Bootstrap : Using ib0:10.0.0.3<0>",
@@ -126,6 +128,8 @@ def test_single_ib_status12_report_names_the_peer_as_a_lead_only(bundled):
         result = s.attribute()
         leads = [e for e in s.manager.stream(s.context_id).all() if e.symptom == "IB_REMOTE_PEER_SUSPECT"]
     assert result["root_cause"]["symptom"] == "NCCL_IB_RETRY_EXCEEDED"
-    assert [n["node"] for n in result["bad_nodes"]] == ["node0003"]
-    assert [(e.node, e.is_interesting) for e in leads] == [("node0002", True)]
-    assert "node0002" in [n["node"] for n in result["interesting_nodes"]]
+    assert [(n["node"], n["blame"], n["confidence"]) for n in result["bad_nodes"]] == [
+        ("node0003", "peer", "suspected"), ("node0002", "peer", "suspected")]
+    assert result["bad_nodes"][1]["named_by"] == ["node0003"]
+    assert [(e.node, e.event_type) for e in leads] == [("node0002", "Attribution.node.bad_peers")]
+    assert result["confidence"] == "medium"

@@ -15,13 +15,13 @@ from rulekit.analysis.testing import job_from_mapping, run_job_tests
 CORPUS = r'''
 author "tests"
 
-symptom "GPU_DEAD" { outcome hardware sub_domain gpu rank 900 }
-symptom "GPU_WARN" { outcome hardware sub_domain gpu rank 300 }
-symptom "NET_DOWN" { outcome network sub_domain infiniband rank 800 }
-symptom "NET_FLAP" { outcome network sub_domain infiniband rank 200 }
-symptom "APP_CRASH" { outcome application sub_domain python rank 100 }
-symptom "BURST" { outcome hardware sub_domain nvlink rank 950 }
-symptom "NOISE" { outcome unknown sub_domain node rank 50 }
+symptom "GPU_DEAD" { outcome hardware sub_domain gpu rank 900 blame node }
+symptom "GPU_WARN" { outcome hardware sub_domain gpu rank 300 blame node }
+symptom "NET_DOWN" { outcome network sub_domain infiniband rank 800 blame link }
+symptom "NET_FLAP" { outcome network sub_domain infiniband rank 200 blame link }
+symptom "APP_CRASH" { outcome application sub_domain python rank 100 blame workload }
+symptom "BURST" { outcome hardware sub_domain nvlink rank 950 blame node }
+symptom "NOISE" { outcome unknown sub_domain node rank 50 blame none }
 
 extractor GpuDead { match /GPU DEAD/ emit bad_node "GPU_DEAD" }
 extractor GpuWarn { match /GPU WARN (?P<n>\d+)/ emit bad_node "GPU_WARN" fields { n = "{n}" } }
@@ -71,7 +71,7 @@ case "co-occurrence on another node does not" {
   job { id = "c", state = "FAILED", nodes = ["n1", "n2"] }
   observe syslog on "n1" { "GPU DEAD" }
   observe syslog on "n2" { "APP CRASH" }
-  expect { root_cause = "GPU_DEAD", symptoms = ["APP_CRASH"], bad_nodes = ["n1", "n2"] }
+  expect { root_cause = "GPU_DEAD", symptoms = ["APP_CRASH"], bad_nodes = ["n1"], affected_nodes = ["n2"] }
 }
 case "promote unless: promoted" {
   job { id = "d", state = "FAILED", nodes = ["n1"] }

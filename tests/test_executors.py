@@ -34,6 +34,7 @@ STALL_RULES = {
         outcome = "hardware"
         sub_domain = "gpu"
         rank = 900
+        blame = "node"
     """,
     "extract.toml": """
         [[extractor]]

@@ -274,7 +274,7 @@ def test_unrelated_toml_outside_rule_folders_is_ignored(tmp_path: Path):
     assert w.open(str(py), '[project]\nname = "x"\n') is None
     rules = tmp_path / "new" / "mine.toml"
     rules.parent.mkdir()
-    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n'
+    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n'
     rules.write_text(text)
     c = w.open(str(rules), text)
     assert c is not None and c.folders == [str(rules.parent)]
@@ -292,7 +292,7 @@ def test_re2_rewrites_are_safe_and_fix_the_pattern(tmp_path: Path, pattern: str,
     folder = tmp_path / "rules"
     folder.mkdir()
     f = folder / "r.toml"
-    f.write_text('[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n\n'
+    f.write_text('[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n\n'
                  f"[[extractor]]\nname = \"R\"\nauthor = \"t\"\nmatch_re = '{pattern}'\n"
                  'emit = { type = "bad_node", symptom = "S" }\n')
     c = Corpus([folder])
@@ -372,3 +372,32 @@ def test_witness_actions_from_real_lint_findings():
         c.update(target, "\n".join(lines[: edit.span.line - 1] + lines[edit.span.line:]))
         job = c.lint_job()  # the edit dropped the file's lint findings: lint again
         c.apply_lint(job, job.run())
+
+
+@pytest.mark.parametrize("name,text", [
+    ("r.toml", '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\ndocs = "d"\n\n'
+               '[[extractor]]\nname = "R"\nauthor = "t"\nmatch_re = \'boom\'\nemit = { type = "bad_node", symptom = "S" }\n'),
+    ("r.rule", 'symptom "S" { outcome hardware sub_domain gpu rank 1 }\n'
+               'extractor R { match /boom/ emit bad_node "S" }\n'),
+    ("r.py", 'from rulekit.plugin import register_symptom\n'
+             'register_symptom("S", outcome="hardware", sub_domain="gpu", rank=1, docs="d")\n'),
+])
+def test_code_action_sets_a_missing_blame(tmp_path: Path, name: str, text: str):
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    f = folder / name
+    f.write_text(text)
+    c = Corpus([folder])
+    p = str(f.resolve())
+    (d,) = [d for d in c.diagnostics_by_file()[p] if d.code == "RK208"]
+    acts = editing.code_actions(c, p, d.span)
+    assert [a.title for a in acts][:3] == ["Set blame `node`", "Set blame `link`", "Set blame `peer`"]
+    (e,) = acts[0].edits[p]
+    lines = text.split("\n")
+    ln = lines[e.span.line - 1]
+    lines[e.span.line - 1] = ln[: e.span.col - 1] + e.new_text + ln[e.span.col - 1:]
+    fixed = "\n".join(lines)
+    assert 'blame = "node"' in fixed or "blame node" in fixed or 'blame="node"' in fixed
+    f.write_text(fixed)
+    c = Corpus([folder])
+    assert not [d for d in c.diagnostics_by_file().get(p, []) if d.code in ("RK208", "RK101", "RK102")]

@@ -106,7 +106,7 @@ line = "NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1234> with status=1
         [str(d) for d in diags]
 
 
-# ---- editor features: textEdit completion, formatter, folding, RK208, line splitting -------------
+# ---- editor features: textEdit completion, formatter, folding, RK209, line splitting -------------
 
 def test_completion_items_replace_the_whole_symptom_name(make_corpus):
     from lsprotocol import types as T
@@ -155,10 +155,10 @@ def test_folding_ranges_for_toml_tables_dsl_blocks_and_python():
 def test_misspelt_symptom_literal_in_a_plugin_is_reported_by_cli_and_server(make_corpus):
     typo = PLUGIN + '\nBAD = ["FOO_FAULTS"]\nOK = ["FOO_FAULT", "NOT_A_SYMPTOM_AT_ALL"]\n'
     rules = make_corpus({"a.toml": TOML, "p.py": typo})
-    cli = [d for d in load_corpus([rules]).diagnostics if d.code == "RK208"]
+    cli = [d for d in load_corpus([rules]).diagnostics if d.code == "RK209"]
     assert len(cli) == 1 and "did you mean `FOO_FAULT`" in cli[0].message
     assert (cli[0].span.line, cli[0].span.col) == (5, 9)
-    lsp = [d for d in Corpus([rules]).diagnostics_by_file()[str(rules / "p.py")] if d.code == "RK208"]
+    lsp = [d for d in Corpus([rules]).diagnostics_by_file()[str(rules / "p.py")] if d.code == "RK209"]
     assert [d.span for d in lsp] == [cli[0].span]
 
 

@@ -15,12 +15,14 @@ name = "S_HW"
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 900
+blame = "node"
 
 [[symptom]]
 name = "S_APP"
 outcome = "application"
 sub_domain = "python"
 rank = 600
+blame = "workload"
 """
 
 EXTRACTOR = """
@@ -182,12 +184,14 @@ name = "XID-79-OFF_BUS"
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 960
+blame = "node"
 
 [[symptom]]
 name = "XID-13-GR"
 outcome = "application"
 sub_domain = "gpu"
 rank = 600
+blame = "workload"
 
 [[family]]
 name = "Fam"
@@ -230,6 +234,7 @@ name = "NEVER_USED"  # rulekit: ignore[RK205]
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 1
+blame = "node"
 """ + EXTRACTOR})
     res = load_corpus([folder])
     assert "RK205" not in [d.code for d in res.diagnostics if "NEVER_USED" in d.message]

@@ -17,26 +17,31 @@ RULES = {
         outcome = "hardware"
         sub_domain = "gpu"
         rank = 900
+        blame = "node"
         [[symptom]]
         name = "HW_B"
         outcome = "hardware"
         sub_domain = "gpu_memory"
         rank = 900
+        blame = "node"
         [[symptom]]
         name = "NET_X"
         outcome = "network"
         sub_domain = "infiniband"
         rank = 800
+        blame = "link"
         [[symptom]]
         name = "APP_Y"
         outcome = "application"
         sub_domain = "python"
         rank = 600
+        blame = "workload"
         [[symptom]]
         name = "NOISE"
         outcome = "network"
         sub_domain = "nccl"
         rank = 400
+        blame = "link"
     """,
     "extract.toml": """
         [[extractor]]
@@ -156,9 +161,12 @@ def test_scrub_runs_per_node_and_final_job_wide_with_back_propagation(engine):
     assert "APP_Y" in mod["final_symptoms"] and "NOISE" not in mod["final_symptoms"]
     assert r["root_cause"]["symptom"] == "HW_A" and r["root_cause"]["node"] == "n1"
     assert r["outcome"] == "hardware" and r["sub_domain"] == "gpu"
-    assert {b["node"]: b["symptoms"] for b in r["bad_nodes"]} == {"n1": ["HW_A"], "n2": ["APP_Y"]}
+    # APP_Y blames the workload: n2 is affected, not bad (only node/link/peer blame makes a bad node)
+    assert {b["node"]: b["symptoms"] for b in r["bad_nodes"]} == {"n1": ["HW_A"]}
+    assert r["bad_nodes"][0]["blame"] == "node" and r["bad_nodes"][0]["confidence"] == "certain"
+    assert {b["node"]: b["symptoms"] for b in r["affected_nodes"]} == {"n2": ["APP_Y"]}
     inter = {b["node"]: b["symptoms"] for b in r["interesting_nodes"]}
-    assert inter == {}  # n1 and n2 are bad nodes; their demoted events stay as evidence
+    assert inter == {"n2": ["NET_X"]}  # n1 is a bad node; demoted events stay as evidence
     ev = {(e["symptom"], e["node"], e["event_type"].rsplit(".", 1)[1]) for e in r["evidence"]}
     assert ("NET_X", "n2", "interesting") in ev  # demoted by FinalNet
     assert ("NOISE", "n1", "interesting") in ev  # demoted by the STANDARD filter
@@ -202,9 +210,11 @@ def test_a_rule_that_raises_is_reported_and_attribution_continues(engine):
 
 def test_result_has_the_contract_keys(engine):
     r = run(engine, {"n1": ["FAULT-A"]}, trace=False)
-    assert set(r) >= {"job_id", "outcome", "sub_domain", "ambiguous", "root_cause", "bad_nodes",
-                      "interesting_nodes", "symptoms", "collectors", "evidence"}
-    assert set(r["root_cause"]) == {"symptom", "node", "rule", "evidence"}
+    assert set(r) >= {"job_id", "outcome", "sub_domain", "ambiguous", "confidence", "alternatives", "root_cause",
+                      "bad_nodes", "affected_nodes", "interesting_nodes", "symptoms", "collectors", "evidence"}
+    assert set(r["root_cause"]) == {"symptom", "node", "rule", "blame", "action", "evidence"}
+    assert set(r["bad_nodes"][0]) == {"node", "symptoms", "blame", "action", "confidence"}
+    assert r["confidence"] in ("high", "medium", "low")
     ev = r["root_cause"]["evidence"][0]
     assert set(ev) == {"event_type", "symptom", "node", "rule", "source", "line_num", "timestamp", "datum"}
     assert ev["source"] == "syslog/n1.log" and ev["line_num"] == 1 and ev["datum"] == "FAULT-A"

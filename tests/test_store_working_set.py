@@ -122,6 +122,7 @@ ACC_CORPUS = {
         rank = 10
         outcome = "application"
         sub_domain = "code"
+        blame = "workload"
     """,
     "acc.py": """
         from rulekit.plugin import Accumulator, EventSpec, accumulator_def

@@ -30,6 +30,7 @@ name = "S"
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 10
+blame = "node"
 [[extractor]]
 name = "R"
 match_re = 'distinctive failure text'
@@ -73,7 +74,7 @@ def test_check_writes_output_file(clean, tmp_path):
 def test_warning_only_corpus_is_a_finding_and_suppression_clears_it(tmp_path):
     d = tmp_path / "rules"
     d.mkdir()
-    extra = '[[symptom]]\nname = "UNUSED"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n'
+    extra = '[[symptom]]\nname = "UNUSED"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n'
     (d / "r.toml").write_text(CLEAN + extra)
     code, out, _ = run("check", str(d))
     assert code == 1 and "RK205" in out
@@ -223,8 +224,8 @@ def test_pre_commit_hooks_name_real_commands():
 
 
 DSL = '''author "me"
-symptom "S" { outcome hardware sub_domain gpu rank 10 }
-symptom "T" { outcome hardware sub_domain gpu rank 5 }
+symptom "S" { outcome hardware sub_domain gpu rank 10 blame node }
+symptom "T" { outcome hardware sub_domain gpu rank 5 blame node }
 extractor R {
   match /distinctive (?P<x>\\w+) text/
   emit bad_node "S"

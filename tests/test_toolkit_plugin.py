@@ -24,7 +24,7 @@ def test_collects_the_corpus_from_the_ini_option(pytester):
     res = pytester.runpytest(*QUIET, "-q")
     res.assert_outcomes(passed=10, failed=3)
     out = res.stdout.str()
-    assert "expected (-) vs actual (+)" in out and "WrongExpectation" in out and "rules.toml:91" in out
+    assert "expected (-) vs actual (+)" in out and "WrongExpectation" in out and "rules.toml:96" in out
 
 
 def test_flag_with_path_and_k(pytester):

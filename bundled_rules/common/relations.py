@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from rulekit.plugin import order_key as event_order_key
+
 # never the root cause when a primary fault exists (they stay as interesting evidence)
 VICTIMS = frozenset({
     "NCCL_WATCHDOG_TIMEOUT", "NCCL_WATCHDOG_STUCK", "NCCL_COMM_ABORTED", "NCCL_REMOTE_ERROR", "NCCL_SYSTEM_ERROR",
@@ -33,6 +35,21 @@ STOPS = frozenset({
 # what a stop leaves behind in the logs
 STOP_TEARDOWN = VICTIMS | {"PROCESS_SIGTERM", "PYTHON_INTERRUPTED", "SLURM_FAILED"}
 
+# decoded fatal NVLink5 symptoms (HandleXidBurstEvents) and what the spec's FINAL
+# refiners do with them: Xid149AndNvlinkFiltering demotes every job-wide symptom that is
+# not an independent hardware fault; Gb200PriorityRootCause demotes the GPU-local Xids
+# the NVLink5 error causes on its own node (REFERENCE 1.2: "may cause 48/94/95/45 locally")
+NVLINK5_DECODED = ("XID-149-NVLINK_SIGNAL_INTEGRITY", "XID-149-NVLINK_NETIR_FATAL", "XID-144-NVLINK_SAW_FATAL",
+                   "XID-145-NVLINK_RLW_FATAL", "XID-146-NVLINK_TLW_FATAL", "XID-147-NVLINK_TREX_FATAL",
+                   "XID-148-NVLINK_NVLPW_CTRL_FATAL", "XID-150-NVLINK_MSE_FATAL")
+NVLINK5_LOCAL_CONSEQUENCES = ("XID-43-", "XID-45-", "XID-48-", "XID-94-", "XID-95-", "XID-154-", "XID-74-")
+
+
+def nvlink5_filtering_demotes(info) -> bool:
+    """What Xid149AndNvlinkFiltering demotes once a decoded NVLink5 fault remains."""
+    return info.outcome != "hardware" or info.sub_domain == "nvlink"
+
+
 NETWORK_HOST_EVIDENCE = ("IB_LINK_DOWN", "IB_CABLE_ERROR", "HCA_FATAL", "NCCL_IB_ASYNC_PORT_ERROR",
                          "NCCL_IB_ASYNC_CATASTROPHIC", "NET_TX_TIMEOUT")
 
@@ -46,9 +63,10 @@ def is_primary(symptom: str | None, registry) -> bool:
 
 
 def order_key(e) -> tuple:
-    """Chronological-ish order: timestamp, kernel uptime, then position in the file."""
-    f = e.fields
-    return (e.timestamp or "~", float(f.get("uptime") or 0.0), e.obs_context_id or 0, e.line_num or 0, e.id)
+    """The engine's one order of evidence (rulekit.plugin.order_key): timestamp (own or
+    carried from the file's last stamped line), kernel uptime, rank, line, node, text,
+    id; never the file name or read order."""
+    return event_order_key(e)
 
 
 def rank_field(e) -> int | None:

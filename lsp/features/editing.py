@@ -1,6 +1,7 @@
 """Formatting (DSL and TOML, comments kept, through the DSL package's formatters)
-and code actions: register a missing symptom, add an overlap's witness line as a
-test, replace an RE2-incompatible construct where a safe rewrite exists.
+and code actions: register a missing symptom, set a missing blame, add an
+overlap's witness line as a test, replace an RE2-incompatible construct where a
+safe rewrite exists.
 Pure: returns edits; no LSP types, no I/O.
 """
 from __future__ import annotations
@@ -58,6 +59,8 @@ def code_actions(corpus: Corpus, path: str, span: Span,
             a = register_symptom_action(corpus, path, st.text, d)
             if a:
                 out.append(a)
+        elif d.code == "RK208":
+            out.extend(blame_actions(path, st.text, d))
         elif d.code in ("RK306", "RK307"):
             out.extend(witness_actions(corpus, d))
         elif d.code in ("RK302", "RK301", "RK309"):
@@ -77,14 +80,48 @@ def register_symptom_action(corpus: Corpus, path: str, text: str, d: Diagnostic)
     lead = "" if text.endswith("\n") or not text else "\n"
     if kind == "toml":
         new = (f'{lead}\n[[symptom]]\nname = "{name}"\noutcome = "unknown"\nsub_domain = "unknown"\nrank = 100\n'
-               f'docs = ""\n')
+               f'blame = "none"\ndocs = ""\n')
     elif kind == "rule":
-        new = f'{lead}\nsymptom "{name}" {{\n  outcome unknown\n  sub_domain unknown\n  rank 100\n}}\n'
+        new = f'{lead}\nsymptom "{name}" {{\n  outcome unknown\n  sub_domain unknown\n  rank 100\n  blame none\n}}\n'
     elif kind == "py":
-        new = f'{lead}\nregister_symptom("{name}", outcome="unknown", sub_domain="unknown", rank=100)\n'
+        new = f'{lead}\nregister_symptom("{name}", outcome="unknown", sub_domain="unknown", rank=100, blame="none")\n'
     else:
         return None
     return Action(f"Register symptom `{name}`", "quickfix", {path: [Edit(end, new)]}, d)
+
+
+_RANK = {"toml": re.compile(r"^(\s*)rank\s*=\s*-?\d+[^\n]*$", re.M),
+         "rule": re.compile(r"\brank\s+-?\d+"),
+         "py": re.compile(r"\brank\s*=\s*-?\d+\s*,?")}
+
+
+def blame_actions(path: str, text: str, d: Diagnostic) -> list[Action]:
+    """RK208: one quick fix per blame class, inserted after the symptom's `rank`."""
+    from rulekit.rules.model import BLAMES
+
+    kind = file_kind(path)
+    rx = _RANK.get(kind or "")
+    if rx is None or d.span is None:
+        return []
+    lines = text.split("\n")
+    start = sum(len(x) + 1 for x in lines[: d.span.line - 1]) + d.span.col - 1
+    stop = text.find("[[", start) if kind == "toml" else -1
+    m = rx.search(text, start, stop if stop >= 0 else len(text))
+    if m is None:
+        return []
+    line = text.count("\n", 0, m.end()) + 1
+    col = m.end() - (text.rfind("\n", 0, m.end()) + 1) + 1
+    at = Span(path, line, col, line, col)
+    out = []
+    for b in BLAMES:
+        if kind == "toml":
+            new = f'\n{m.group(1)}blame = "{b}"'
+        elif kind == "rule":
+            new = f" blame {b}"
+        else:
+            new = f' blame="{b}",' if m.group(0).rstrip().endswith(",") else f', blame="{b}"'
+        out.append(Action(f"Set blame `{b}`", "quickfix", {path: [Edit(at, new)]}, d))
+    return out
 
 
 def _witness(d: Diagnostic) -> str | None:

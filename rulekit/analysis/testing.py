@@ -137,7 +137,7 @@ def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list
     root = result.get("root_cause") or {}
     bad_nodes = sorted(b["node"] for b in result.get("bad_nodes", []))
     present = set(result.get("symptoms", []))
-    for b in result.get("bad_nodes", []):
+    for b in (*result.get("bad_nodes", []), *result.get("affected_nodes", [])):
         present.update(b.get("symptoms", []))
     for k, want in expect.items():
         if k == "outcome" and result.get("outcome") != want:
@@ -152,13 +152,16 @@ def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list
                 diffs.append(f"root cause: expected {want!r}, got {got!r}")
         elif k == "root_node" and root.get("node") != want:
             diffs.append(f"root node: expected {want!r}, got {root.get('node')!r}")
-        elif k == "bad_nodes":
+        elif k in ("bad_nodes", "affected_nodes"):
+            got_nodes = bad_nodes if k == "bad_nodes" else sorted(b["node"] for b in result.get(k, []))
             w = sorted(x["node"] if isinstance(x, dict) else x for x in want)
-            if w != bad_nodes:
-                missing = sorted(set(w) - set(bad_nodes))
-                extra = sorted(set(bad_nodes) - set(w))
-                diffs.append(f"bad nodes: expected {w}, got {bad_nodes}"
+            if w != got_nodes:
+                missing = sorted(set(w) - set(got_nodes))
+                extra = sorted(set(got_nodes) - set(w))
+                diffs.append(f"{k.replace('_', ' ')}: expected {w}, got {got_nodes}"
                              + (f" (missing {missing})" if missing else "") + (f" (unexpected {extra})" if extra else ""))
+        elif k == "confidence" and result.get("confidence") != want:
+            diffs.append(f"confidence: expected {want!r}, got {result.get('confidence')!r}")
         elif k == "symptoms":
             missing = [s for s in want if s not in present]
             if missing:
@@ -186,6 +189,8 @@ def _summary(result: Mapping[str, Any]) -> dict[str, Any]:
     return {"outcome": result.get("outcome"), "sub_domain": result.get("sub_domain"),
             "root_cause": root.get("symptom"), "root_node": root.get("node"),
             "bad_nodes": [b["node"] for b in result.get("bad_nodes", [])],
+            "affected_nodes": [b["node"] for b in result.get("affected_nodes", [])],
+            "confidence": result.get("confidence"),
             "symptoms": list(result.get("symptoms", [])), "ambiguous": result.get("ambiguous")}
 
 

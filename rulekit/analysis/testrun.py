@@ -114,7 +114,8 @@ def run_tests(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: s
 
 # ---- describing a failure ----------------------------------------------------------------
 
-_JOB_FIELDS = ("outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous")
+_JOB_FIELDS = ("outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "symptoms",
+               "absent_symptoms", "ambiguous", "confidence")
 
 
 def _fmt(v: Any) -> str:
@@ -145,7 +146,7 @@ def job_diff(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
                     out.append(f"+ symptom {s}   (must be absent)")
             continue
         got = actual.get(k)
-        if k == "bad_nodes":
+        if k in ("bad_nodes", "affected_nodes"):
             want, got = sorted(want), sorted(got or [])
         if want == got or (k == "ambiguous" and bool(want) == bool(got)):
             out.append(f"  {k}: {_fmt(want)}")

@@ -41,8 +41,10 @@ def _accepted(expect: dict[str, Any], actual: dict[str, Any]) -> dict[str, Any]:
             out[k] = actual.get(k)
         elif k == "root_cause":
             out[k] = actual.get("root_cause")
-        elif k == "bad_nodes":
-            out[k] = sorted(actual.get("bad_nodes") or [])
+        elif k in ("bad_nodes", "affected_nodes"):
+            out[k] = sorted(actual.get(k) or [])
+        elif k == "confidence":
+            out[k] = actual.get(k)
         elif k == "symptoms":
             out[k] = [s for s in out[k] if s in present]
         elif k == "absent_symptoms":

@@ -132,8 +132,11 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, j
         return
     style = _OUTCOME_STYLE.get(r["outcome"], "bold")
     amb = "  [yellow](ambiguous)[/]" if r.get("ambiguous") else ""
+    conf = r.get("confidence")
+    conf_txt = f"  confidence {conf}" if conf and conf != "high" else ""
     where = f" ({escape(job_dir)})" if job_dir else ""
-    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]{where}: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}{amb}")
+    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]{where}: [{style}]{r['outcome'].upper()}[/] / "
+                  f"{escape(r['sub_domain'])}{amb}{conf_txt}")
     root = r.get("root_cause")
     if root:
         on = f" on [bold]{escape(str(root['node']))}[/]" if root.get("node") else " (job-level)"
@@ -145,12 +148,20 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, j
         console.print("Root cause: none (no bad-node symptom remained)")
     if r.get("tied_symptoms"):
         console.print(f"Tied: {escape(', '.join(r['tied_symptoms']))}")
+    if r.get("alternatives"):
+        console.print("Alternatives: " + escape(", ".join(f"{a['outcome']}/{a['sub_domain']} ({a['symptom']})"
+                                                          for a in r["alternatives"])))
     if r["bad_nodes"]:
         console.print("Bad nodes:")
         for b in r["bad_nodes"]:
-            console.print(f"  [red]{escape(b['node'])}[/]  {escape(', '.join(b['symptoms']))}")
+            what = f"{b.get('action', 'inspect')}, {b.get('confidence', 'certain')}"
+            console.print(f"  [red]{escape(b['node'])}[/]  {escape(what)}  {escape(', '.join(b['symptoms']))}")
     else:
         console.print("Bad nodes: none")
+    if r.get("affected_nodes"):
+        console.print("Affected nodes (not at fault):")
+        for b in r["affected_nodes"]:
+            console.print(f"  {escape(b['node'])}  {escape(', '.join(b['symptoms']))}")
     if r["interesting_nodes"]:
         console.print("Interesting nodes:")
         for b in r["interesting_nodes"]:
@@ -164,7 +175,7 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, j
         sym_w = min(48, max([len(str(e.get("symptom") or "-")) for e in shown] + [10]))
         node_w = min(40, max([len(str(e.get("node") or "(job)")) for e in shown] + [6]))
         for e in shown:
-            kind = "bad " if e["event_type"].endswith(".bad") else "int "
+            kind = {"bad": "bad ", "bad_peers": "peer"}.get(e["event_type"].rsplit(".", 1)[-1], "int ")
             sym = str(e.get("symptom") or "-")
             node = str(e.get("node") or "(job)")
             console.print(f"  {kind} {escape(sym.ljust(sym_w))} {escape(node.ljust(node_w))} "

@@ -15,6 +15,7 @@ A rule that raises does not stop attribution: the error is reported in the resul
 from __future__ import annotations
 
 import traceback
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,6 +33,8 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
+from rulekit.engine.blame import assess, blame_nodes
+from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.scan import decode_line
@@ -172,7 +175,9 @@ class ExtractionPhase:
         before = self.added
         line_base = obs.first_line
         active: list[_ActiveAccumulator] = []
+        carry = TimeCarry(self.year)
         for chunk in obs.chunks():
+            carry.new_chunk()
             if active:
                 active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
             hits = plan.scanner.scan(chunk) if plan.rules else []
@@ -182,12 +187,15 @@ class ExtractionPhase:
                 counted_pos = start
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
+                # the carried timestamp is looked up only for a line without its own
+                carried = partial(carry.before, chunk, start)
                 if isinstance(rule, AccumulatorRule):
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc)
+                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
                     if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
                         active.append(acc)
+                    carry.saw(acc.ts if acc is not None else None, end)
                     continue
-                self._emit(rule, obs, line, caps, counted_line, oc)
+                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carried), end)
             line_base += chunk.count(b"\n")
             if progress:
                 progress(len(chunk))
@@ -200,7 +208,9 @@ class ExtractionPhase:
         self.manager.flush()
         return self.added - before
 
-    def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int) -> None:
+    def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
+              carried: Callable[[], str | None] | None = None) -> str | None:
+        """Add the rule's event for one line; returns the line's own timestamp."""
         node, extra = self.resolve_node(obs, line)
         values: dict[str, Any] = dict(rule.lookup)
         values.update({k: v for k, v in caps.items() if v is not None})
@@ -213,6 +223,10 @@ class ExtractionPhase:
             fields[k] = render(t, values)
         ts = extra.pop("_ts", None)
         fields.update(extra)
+        if ts is None and carried is not None:
+            c = carried()
+            if c:
+                fields["carried_ts"] = c
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
@@ -231,12 +245,14 @@ class ExtractionPhase:
         payload = {"node": node, "symptom": symptom, "fields": fields}
         self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
         self.added += 1
+        return ts
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
-                           oc: int) -> "_ActiveAccumulator | None":
+                           oc: int, carried: Callable[[], str | None] | None = None) -> "_ActiveAccumulator | None":
         node, extra = self.resolve_node(obs, line)
         ctx = AccumulatorContext(rule.name, obs.source, node, extra.get("rank"), line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
+        acc.carried = carried() if carried is not None and acc.ts is None else None
         try:
             acc.instance = rule.factory(ctx, line, caps)
         except Exception as e:  # the rule's bug: reported, the line is skipped
@@ -274,6 +290,7 @@ class _ActiveAccumulator:
         self.fed = 0
         self.instance: Any = None
         self.done = False
+        self.carried: str | None = None
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
@@ -313,6 +330,8 @@ class _ActiveAccumulator:
             fields = dict(spec.fields)
             if self.rank is not None:
                 fields.setdefault("rank", self.rank)
+            if not (spec.timestamp or self.ts) and self.carried:
+                fields.setdefault("carried_ts", self.carried)
             spec = EventSpec(spec.type, spec.symptom, spec.node, fields, spec.line_num, spec.timestamp, spec.datum)
             phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum)
 
@@ -332,8 +351,7 @@ class FilterPhase:
 # ---- phase 3: refinement -----------------------------------------------------------------------------
 
 
-def _sort_key(e: Event) -> tuple:
-    return ((0, e.timestamp) if e.timestamp else (1, ""), e.fields.get("uptime") or 0.0, e.id)
+_sort_key = event_order_key  # one explicit order everywhere (rulekit/engine/ordering.py)
 
 
 class RefinementPhase:
@@ -412,8 +430,7 @@ class RefinementPhase:
         out: dict[str, tuple[Any, int, str | None]] = {}
         for e in sorted(state.stream.bad_events(), key=_sort_key):
             if e.symptom and e.symptom not in out:
-                k = _sort_key(e)
-                out[e.symptom] = ((k[0], k[1]), e.id, e.node)
+                out[e.symptom] = (_sort_key(e)[:-1], e.id, e.node)  # the order without the event id
         return out
 
 
@@ -444,41 +461,45 @@ class ReportPhase:
     def apply(self, state: AttributionState) -> dict[str, Any]:
         reg = state.engine.registry
         events = state.stream.node_events()
-        bad: dict[str, list[Event]] = {}
         interesting: dict[str, list[Event]] = {}
         for e in events:
-            if e.node is None:
-                continue
-            (bad if e.is_bad else interesting).setdefault(e.node, []).append(e)
+            if e.node is not None and not e.is_bad:
+                interesting.setdefault(e.node, []).append(e)
 
         def syms(evs: list[Event]) -> list[str]:
             return sorted({e.symptom for e in evs if e.symptom}, key=lambda s: (-reg.rank(s), s))
 
         d = state.decision
-        bad_nodes = []
-        for node in sorted(bad, key=lambda n: (n != d.root_node, n)):
-            entry: dict[str, Any] = {"node": node, "symptoms": syms(bad[node])}
-            dom = state.engine.config.node_domain(node)
-            if dom:
-                entry["domain"] = dom
-            bad_nodes.append(entry)
-        interesting_nodes = [{"node": n, "symptoms": syms(interesting[n])} for n in sorted(interesting) if n not in bad]
+        bad_nodes, affected_nodes, outranked = blame_nodes(events, reg, d, _sort_key,
+                                                           state.engine.config.node_domain)
+        blamed = {b["node"] for b in bad_nodes}
+        for n in outranked:  # node evidence that did not cause a no-fault outcome
+            interesting.setdefault(n, [])
+        interesting_nodes = [{"node": n, "symptoms": sorted({*syms(interesting[n]), *outranked.get(n, ())},
+                                                            key=lambda s: (-reg.rank(s), s))}
+                             for n in sorted(interesting) if n not in blamed]
         remaining = state.job_set.symptoms() if state.job_set else []
         root = None
         if d.root_symptom:
             root_events = [e for e in events if e.symptom == d.root_symptom and e.is_bad]
             root_events.sort(key=lambda e: (e.node != d.root_node, _sort_key(e)))
             first = next((e for e in root_events if e.id == d.root_event_id), root_events[0] if root_events else None)
+            info = reg.info(d.root_symptom)
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
+                    "blame": info.blame, "action": info.action,
                     "evidence": [e.to_evidence() for e in root_events[:EVIDENCE_PER_KEY]]}
+        confidence, alternatives = assess(d, remaining, reg)
         evidence, dropped = _evidence(events, reg)
         result: dict[str, Any] = {
             "job_id": state.job.id,
             "outcome": d.outcome,
             "sub_domain": d.sub_domain,
             "ambiguous": d.ambiguous,
+            "confidence": confidence,
+            "alternatives": alternatives,
             "root_cause": root,
             "bad_nodes": bad_nodes,
+            "affected_nodes": affected_nodes,
             "interesting_nodes": interesting_nodes,
             "symptoms": remaining,
             "collectors": state.collectors,

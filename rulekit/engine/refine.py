@@ -46,6 +46,8 @@ class SymptomSet:
         return sorted((s for s in self._nodes if s not in self.removed), key=lambda s: (-self.registry.rank(s), s))
 
     def __contains__(self, symptom: object) -> bool:
+        if isinstance(symptom, str):
+            symptom = self.registry.canonical(symptom)
         return symptom in self._nodes and symptom not in self.removed
 
     def __iter__(self) -> Iterator[str]:
@@ -55,10 +57,11 @@ class SymptomSet:
         return len(self.symptoms())
 
     def nodes(self, symptom: str) -> set[str | None]:
+        symptom = self.registry.canonical(symptom)
         return set(self._nodes.get(symptom, ())) if symptom in self else set()
 
     def event_ids(self, symptom: str) -> list[int]:
-        return list(self._events.get(symptom, ()))
+        return list(self._events.get(self.registry.canonical(symptom), ()))
 
     def matching(self, prefix: str | tuple[str, ...]) -> list[str]:
         pre = (prefix,) if isinstance(prefix, str) else tuple(prefix)
@@ -76,6 +79,7 @@ class SymptomSet:
 
     # ---- writing ----
     def _remove(self, symptom: str, action: str, rule: str, reason: str) -> bool:
+        symptom = self.registry.canonical(symptom)
         if symptom not in self:
             return False
         self.removed[symptom] = Removal(action, rule, reason)
@@ -91,6 +95,7 @@ class SymptomSet:
         return self._remove(symptom, "demote", rule, reason)
 
     def keep_only(self, symptoms: set[str], rule: str = "", reason: str = "", action: str = "demote") -> list[str]:
+        symptoms = {self.registry.canonical(s) for s in symptoms}
         gone = [s for s in self.symptoms() if s not in symptoms]
         for s in gone:
             self._remove(s, action, rule, reason)
@@ -113,6 +118,8 @@ class OutcomeDecision:
     tied: list[str] = field(default_factory=list)
     reason: str = ""
     changed_by: list[str] = field(default_factory=list)
+    # higher-ranked symptoms whose own outcome is unknown, passed over for a decisive one
+    fallback_from: list[str] = field(default_factory=list)
 
     def set(self, rule: str, **changes: Any) -> None:
         for k, v in changes.items():
@@ -130,16 +137,36 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
     if not active:
         return OutcomeDecision(reason="no bad-node symptom remained after refinement")
     reg = job_set.registry
+    fallback_from: list[str] = []
+    if reg.info(active[0]).outcome == "unknown":
+        # never give up early: a root whose own outcome is unknown (a victim, a generic
+        # exit) yields to the best remaining symptom that says what happened, with low
+        # confidence; only when none does is the outcome unknown
+        decisive = [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES
+                    and reg.info(s).blame not in (None, "none")]
+        # second tier: a victim whose outcome is known (ncclRemoteError -> network) still says more
+        decisive = decisive or [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES]
+        if decisive:
+            fallback_from = [s for s in active if reg.rank(s) > reg.rank(decisive[0])]
+            active = decisive
     top_rank = reg.rank(active[0])
     tied = [s for s in active if reg.rank(s) == top_rank]
-    tied.sort(key=lambda s: (first_event.get(s, ((1, ""), 0, None))[0], s))
+    # explicit tie-break: earliest evidence (timestamp, uptime, source, line), then the name
+    tied.sort(key=lambda s: (first_event.get(s, (((1, ""),), 0, None))[0], s))
     root = tied[0]
     info = reg.info(root)
     kinds = {(reg.info(s).outcome, reg.info(s).sub_domain) for s in tied}
     ev = first_event.get(root)
     reason = f"`{root}` has the highest rank ({top_rank}) of {len(active)} remaining symptom(s)"
+    if fallback_from:
+        reason = (f"`{root}` is the highest-ranked symptom with a known outcome; "
+                  f"{', '.join('`' + s + '`' for s in fallback_from)} say(s) nothing about the cause")
     if len(tied) > 1:
         reason += f"; tied with {', '.join('`' + s + '`' for s in tied[1:])}"
     return OutcomeDecision(outcome=info.outcome, sub_domain=info.sub_domain, root_symptom=root,
                            root_node=ev[2] if ev else None, root_event_id=ev[1] if ev else None,
-                           ambiguous=len(kinds) > 1, tied=tied if len(tied) > 1 else [], reason=reason)
+                           ambiguous=len(kinds) > 1, tied=tied if len(tied) > 1 else [], reason=reason,
+                           fallback_from=fallback_from)
+
+
+DECISIVE_OUTCOMES = ("hardware", "network", "application", "infrastructure")

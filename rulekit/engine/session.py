@@ -72,6 +72,7 @@ class Session:
         trace: list[TraceEntry] = []
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
+        stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
         state = AttributionState(self.engine, self.job, stream, trace)
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)

@@ -25,7 +25,7 @@ import sqlite3
 import tempfile
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
 
@@ -466,6 +466,8 @@ class EventStream:
         self.trace: list[TraceEntry] = trace if trace is not None else []
         self.read_only = False
         self._ws: _WorkingSet | None = None
+        # symptom alias -> canonical name (the registry's), applied on every write and query
+        self.canonical: Callable[[str], str] = lambda name: name
 
     def _set(self) -> _WorkingSet:
         if self._ws is None:
@@ -500,6 +502,8 @@ class EventStream:
     def query(self, event_type: str | EventType | Sequence[str] | None = None, symptom: str | None = None,
               prefix: str | Sequence[str] | None = None, node: str | None = None, rule: str | None = None) -> list[Event]:
         ws = self._set()
+        if symptom is not None:
+            symptom = self.canonical(symptom)
         if event_type is None:
             types = None
         elif isinstance(event_type, (str, EventType)):
@@ -560,7 +564,8 @@ class EventStream:
         ws = self._set()
         etype = _type_name(spec.type)
         node = spec.node if spec.node is not None else (cause.node if cause else None)
-        payload: dict[str, Any] = {"node": node, "symptom": spec.symptom, "fields": dict(spec.fields), "added_by": rule}
+        symptom = self.canonical(spec.symptom) if spec.symptom else spec.symptom
+        payload: dict[str, Any] = {"node": node, "symptom": symptom, "fields": dict(spec.fields), "added_by": rule}
         if cause is not None:
             payload["cause_event"] = cause.id
         m = self.manager
@@ -569,11 +574,11 @@ class EventStream:
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
                     spec.datum if spec.datum is not None else (cause.datum if cause else None), node, payload)
         eid = m.insert_now(row)
-        self.trace.append(TraceEntry(self.phase, rule, "add", eid, spec.symptom, node, reason))
+        self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
         stored = json.loads(row[10])
-        stored["node"], stored["symptom"] = node, spec.symptom
-        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=spec.symptom, timestamp=row[4],
+        stored["node"], stored["symptom"] = node, symptom
+        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row[4],
                    line_num=row[5], datum=row[6], source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
                    payload=stored, obs_context_id=row[3])
@@ -629,6 +634,7 @@ class EventStream:
         e = ws.by_id.get(event.id)
         if e is None:  # discarded, or not this job's: nothing to change
             return
+        symptom = self.canonical(symptom)
         e.payload["symptom"] = symptom
         e.payload.setdefault("history", []).append({"rule": rule, "action": "set_symptom", "reason": reason})
         self.trace.append(TraceEntry(self.phase, rule, "set_symptom", e.id, symptom, e.node, reason))

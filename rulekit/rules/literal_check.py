@@ -1,4 +1,4 @@
-"""RK208: string literals in Python plugins that look like misspelt symptom names.
+"""RK209: string literals in Python plugins that look like misspelt symptom names.
 
 A plugin names symptoms in plain strings, which no schema checks.  A literal
 shaped like a symptom name (`XID-79-FALLEN_OFF_THE_BUS`, `NCCL_WATCHDOG_TIMEOUT`)
@@ -46,7 +46,7 @@ def symptom_like_literals(text: str) -> list[tuple[str, int, int, int]]:
 
 
 def misspelt_symptoms(plugins: Mapping[str, str], names: Iterable[str]) -> list[Diagnostic]:
-    """RK208 for every plugin literal one or two edits from a registered name."""
+    """RK209 for every plugin literal one or two edits from a registered name."""
     known = set(names)
     pool = sorted(known)
     out = []
@@ -58,7 +58,7 @@ def misspelt_symptoms(plugins: Mapping[str, str], names: Iterable[str]) -> list[
             if not close or _distance(value, close[0]) > 2:
                 continue
             out.append(Diagnostic(
-                "RK208", f"`{value}` is not a registered symptom; did you mean `{close[0]}`?",
+                "RK209", f"`{value}` is not a registered symptom; did you mean `{close[0]}`?",
                 Span(path, line, col, line, end), data={"symptom": value, "suggestion": close[0]}))
     return out
 

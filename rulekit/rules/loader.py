@@ -221,6 +221,10 @@ def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable
             if a in seen and a != s.name:
                 v.add("RK207", f"alias `{a}` of symptom `{s.name}` is also the name of a symptom", s.span,
                       [Related(seen[a].span, "registered here")] if seen[a].span else [], symptom=s.name)  # type: ignore[attr-defined]
+    for s in seen.values():
+        if registry.info(s.name).blame is None:  # type: ignore[attr-defined]
+            v.add("RK208", f"symptom `{s.name}` has no blame: set `blame` on it or on an outcome rule "  # type: ignore[attr-defined]
+                  f"whose prefix it has ({', '.join(BLAMES)})", s.span, symptom=s.name)  # type: ignore[attr-defined]
     for r in ruleset.outcome_rules:
         if r.outcome is not None and r.outcome not in OUTCOMES:
             v.add("RK106", f"outcome rule `{r.prefix}` has outcome `{r.outcome}`; use one of {', '.join(OUTCOMES)}", r.span)
@@ -569,7 +573,7 @@ def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tup
 
 
 def plugin_literal_diagnostics(plugins: dict[str, str], registry: SymptomRegistry) -> list[Diagnostic]:
-    """RK208: misspelt symptom names in plugin string literals (rulekit.rules.literal_check)."""
+    """RK209: misspelt symptom names in plugin string literals (rulekit.rules.literal_check)."""
     from rulekit.rules.literal_check import misspelt_symptoms
 
     return misspelt_symptoms(plugins, [*registry.names(), *registry.aliases()])

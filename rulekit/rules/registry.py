@@ -79,13 +79,20 @@ class SymptomRegistry:
     def _blame_action(self, name: str, blame: str | None, action: str | None) -> tuple[str | None, str]:
         """The symptom's own blame/action, else the longest outcome rule that sets one,
         else the blame's default action."""
-        if blame is None or action is None:
+        own_blame = blame
+        if blame is None:
             for r in self._rules:
-                if name.startswith(r.prefix):
-                    blame = blame if blame is not None else r.blame
-                    action = action if action is not None else r.action
-                    if blame is not None and action is not None:
-                        break
+                if name.startswith(r.prefix) and r.blame is not None:
+                    blame = r.blame
+                    break
+        if action is None:
+            # a prefix's action goes with its blame: a symptom that sets its own, different
+            # blame (an application-class Xid under `XID-`) does not inherit the family's action
+            for r in self._rules:
+                if name.startswith(r.prefix) and r.action is not None and (
+                        own_blame is None or r.blame in (None, own_blame)):
+                    action = r.action
+                    break
         if action is None:
             action = DEFAULT_ACTION.get(blame or "", "none")
         return blame, action

@@ -40,7 +40,8 @@ CATALOG_KEYS = {"name", "author", "match_re", "key", "source", "format", "requir
 ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 CASE_KEYS = {"name", "job", "observation", "expect"}
 OBS_KEYS = {"source", "node", "lines", "format"}
-EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous"}
+EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous",
+               "affected_nodes", "confidence"}
 EXPECT_VALUES = set(EMIT_TYPES) | {"nothing"}
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")

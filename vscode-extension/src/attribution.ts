@@ -30,7 +30,9 @@ function evidenceRows(evidence: Json[]): string {
 
 function nodeList(title: string, nodes: Json[]): string {
   if (!Array.isArray(nodes) || nodes.length === 0) return "";
-  const items = nodes.map((n) => `<li><b>${escapeHtml(n.node)}</b>: ${(n.symptoms ?? []).map((s: string) => `<code>${escapeHtml(s)}</code>`).join(", ")}</li>`);
+  const items = nodes.map((n) => `<li><b>${escapeHtml(n.node)}</b>`
+    + (n.action ? ` <span class="muted">(${escapeHtml(n.action)}, ${escapeHtml(n.confidence ?? "certain")})</span>` : "")
+    + `: ${(n.symptoms ?? []).map((s: string) => `<code>${escapeHtml(s)}</code>`).join(", ")}</li>`);
   return `<h2>${escapeHtml(title)}</h2><ul>${items.join("")}</ul>`;
 }
 
@@ -53,7 +55,12 @@ td.datum code{white-space:pre-wrap;word-break:break-all} pre{white-space:pre-wra
   const parts: string[] = [head];
   parts.push(`<h1>Job ${escapeHtml(result.job_id)}</h1>`);
   parts.push(`<p><span class="outcome" style="background:${color}">${escapeHtml(outcome)}</span> `
-    + `/ ${escapeHtml(result.sub_domain)}${result.ambiguous ? ' <b class="muted">(ambiguous)</b>' : ""}</p>`);
+    + `/ ${escapeHtml(result.sub_domain)}${result.ambiguous ? ' <b class="muted">(ambiguous)</b>' : ""}`
+    + `${result.confidence ? ` <span class="muted">confidence ${escapeHtml(result.confidence)}</span>` : ""}</p>`);
+  if (Array.isArray(result.alternatives) && result.alternatives.length) {
+    parts.push(`<p class="muted">Alternatives: ${result.alternatives.map((a: Json) =>
+      `${escapeHtml(a.outcome)}/${escapeHtml(a.sub_domain)} (<code>${escapeHtml(a.symptom)}</code>)`).join(", ")}</p>`);
+  }
   const root = result.root_cause;
   if (root) {
     parts.push(`<h2>Root cause</h2><p><code>${escapeHtml(root.symptom)}</code> on <b>${escapeHtml(root.node)}</b>`
@@ -63,6 +70,7 @@ td.datum code{white-space:pre-wrap;word-break:break-all} pre{white-space:pre-wra
     parts.push(`<h2>Root cause</h2><p class="muted">none: no symptom survived refinement</p>`);
   }
   parts.push(nodeList("Bad nodes", result.bad_nodes));
+  parts.push(nodeList("Affected nodes (not at fault)", result.affected_nodes));
   parts.push(nodeList("Interesting nodes", result.interesting_nodes));
   if (Array.isArray(result.symptoms) && result.symptoms.length) {
     parts.push(`<h2>Symptoms</h2><p>${result.symptoms.map((s: string) => `<code>${escapeHtml(s)}</code>`).join(" ")}</p>`);

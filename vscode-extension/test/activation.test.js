@@ -218,7 +218,7 @@ describe("activation against the real language server", { skip: missing && "see 
     const file = path.join(dir, "late.rule");
     fs.mkdirSync(dir, { recursive: true });
     try {
-      fs.writeFileSync(file, 'symptom "LATE" {\n  outcome unknown\n  sub_domain x\n  rank 1\n}\n');
+      fs.writeFileSync(file, 'symptom "LATE" {\n  outcome unknown\n  sub_domain x\n  rank 1\n  blame none\n}\n');
       const before = api.client;
       for (const w of stub.recorded.watchers) w.created.fire(stub.vscode.Uri.file(file));
       await waitFor("a restart with the new folder", () => api.client && api.client !== before && api.client.isRunning());

@@ -40,7 +40,7 @@ TEST_OPTIONS = {"source", "format", "node"}
 ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
 EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms",
-               "ambiguous"}
+               "ambiguous", "affected_nodes", "confidence"}
 GROUP_PLACEHOLDERS = {"node", "count", "symptom", "symptoms"}
 SINGLE = (A.AuthorClause, A.DocsClause, A.OutcomeClause, A.SubDomainClause, A.RankClause, A.AliasesClause,
           A.BlameClause, A.ActionClause,

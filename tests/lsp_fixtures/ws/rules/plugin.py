@@ -1,7 +1,7 @@
 """Fixture corpus of the language server tests: a Python plugin."""
 from rulekit.plugin import FilterPriority, demote_bad_by_symptom, filter_def, register_symptom
 
-register_symptom("HOST_OOM", outcome="infrastructure", sub_domain="host_oom", rank=700, docs="Kernel OOM killer.")
+register_symptom("HOST_OOM", outcome="infrastructure", sub_domain="host_oom", rank=700, blame="workload", docs="Kernel OOM killer.")
 
 
 @filter_def(name="DemoteHostOom", author="lsp tests", priority=FilterPriority.STANDARD, symptoms=("HOST_OOM",))
