@@ -42,7 +42,8 @@ def test_missing_dir_is_a_clear_error_with_exit_2(tmp_path):
 def test_bad_job_toml_is_exit_2_with_position(tmp_path):
     (tmp_path / "job.toml").write_text("[job]\nstate = 12\n")
     r = runner.invoke(app, ["attribute", str(tmp_path)])
-    assert r.exit_code == 2 and "job.toml:1:1" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "job.toml:2:1" in r.output and "Traceback" not in r.output
+    assert r.output.count("RK502") == 1  # printed once
 
 
 def test_invalid_rules_folder_reports_diagnostics_and_exit_2(tmp_path):

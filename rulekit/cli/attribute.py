@@ -117,8 +117,7 @@ def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, 
 
     try:
         jd = read_job_dir(job_dir)
-    except RulekitError as e:
-        typer.echo(f"error: {e}", err=True)
+    except RulekitError as e:  # rendered once, by render_text / the JSON output
         return {"job_dir": str(job_dir), "error": str(e)}
     total = jd.total_bytes()
     with Session(engine, jd.job) as s:
