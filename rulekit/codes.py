@@ -95,6 +95,13 @@ Fix: see the inline test format in README.md."""),
        """What it does: reports an invalid global or editor setting (a setting of the
 language server, a node-name mapping, ...). The default is used instead.
 Fix: correct the setting named in the message."""),
+    _c("RK110", "bad-metric-rule", "error", "A metric rule's condition or duration is invalid.",
+       """What it does: reports a metric rule whose `when` is not `AGGREGATE OP NUMBER`
+(aggregates value, rate, increase; operators > >= < <= == !=), or whose `for` /
+`window` is not a duration (seconds, or "90s", "5m", "1h"), or a `window` on `value`.
+Why: a condition the engine cannot read would never fire.
+Example: `when = "rate >> 10"`, `for = "a minute"`
+Fix: write e.g. `when = "rate > 10"`, `for = "60s"`, `window = "5m"`."""),
     # ---- RK2xx: names and references ---------------------------------------------
     _c("RK201", "duplicate-rule", "error", "Two rules have the same name.",
        """What it does: reports a rule name defined twice, with both locations.

@@ -130,6 +130,7 @@ def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, 
                 s.ingest_batch(jd.observations, progress=lambda n: bar.advance(task, n))
         else:
             s.ingest_batch(jd.observations)
+        s.ingest_metrics(jd.metrics)
         result = s.attribute(with_trace=with_trace)
     if jd.notes:
         result["notes"] = [d.to_dict() for d in jd.notes]

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
+from rulekit.inputs.metrics import MetricRecord, MetricSeries
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import Locator, toml_error_span
 
@@ -32,6 +35,7 @@ class JobDir:
     job: JobInfo
     observations: list[Observation]
     notes: list[Diagnostic] = field(default_factory=list)
+    metrics: list[MetricSeries] = field(default_factory=list)  # observations.jsonl's `"kind": "metric"` records
 
     def total_bytes(self) -> int:
         return sum(o.size() for o in self.observations)
@@ -143,22 +147,29 @@ def read_job_dir(path: str | Path) -> JobDir:
             notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (node logs are syslog/<node>.log)",
                                     Span(str(p), 1, 1)))
     jsonl = root / "observations.jsonl"
+    metrics: list[MetricSeries] = []
     if jsonl.exists():
-        recs, bad = read_observations_jsonl(jsonl)
-        obs.extend(recs)
-        notes.extend(bad)
+        if not jsonl.is_file():
+            notes.append(Diagnostic("RK503", "observations.jsonl is not a regular file; ignored", Span(str(jsonl), 1, 1)))
+        else:
+            recs, bad = read_observations_jsonl(jsonl, metrics)
+            obs.extend(recs)
+            notes.extend(bad)
     for p in sorted(root.iterdir()):
         if p.name not in KNOWN_TOP and not p.name.startswith("."):
             notes.append(Diagnostic("RK504", f"ignored `{p.name}` (not part of a job directory)", Span(str(p), 1, 1)))
-    jd = JobDir(root, job, obs, notes)
-    if not obs or jd.total_bytes() == 0:
+    jd = JobDir(root, job, obs, notes, metrics)
+    if (not obs or jd.total_bytes() == 0) and not metrics:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
 
 
-def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnostic]]:
+def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = None
+                            ) -> tuple[list[Observation], list[Diagnostic]]:
     """Normalized Observation records, one JSON object a line:
-    {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...])."""
+    {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...]),
+    and metric series {"kind": "metric", "node", "name", "labels", "samples": [[t, v], ...]}
+    (appended to `metrics`; without that list they are noted and skipped)."""
     out: list[Observation] = []
     diags: list[Diagnostic] = []
     current: Observation | None = None
@@ -171,6 +182,9 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 rec = json.loads(text)
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
+                continue
+            if isinstance(rec, dict) and rec.get("kind", "log") != "log":
+                diags.extend(_other_kind(rec, path, n, metrics))
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("source"), str):
                 diags.append(Diagnostic("RK503", "an observation record needs a string `source`", Span(str(path), n, 1)))
@@ -192,3 +206,20 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 lines = [f"{rec['timestamp']} {x}" if not x.startswith(rec["timestamp"]) else x for x in lines]
             current.lines.extend(lines)
     return out, diags
+
+
+def _other_kind(rec: dict, path: Path, n: int, metrics: list[MetricSeries] | None) -> list[Diagnostic]:
+    """A record of another observation kind (today: `metric`)."""
+    if rec.get("kind") != "metric":
+        return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; known: log, metric",
+                           Span(str(path), n, 1))]
+    try:
+        series = MetricRecord.model_validate(rec).to_series()
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        return [Diagnostic("RK503", f"metric record: `{where}`: {err.get('msg')}", Span(str(path), n, 1))]
+    if metrics is None:
+        return [Diagnostic("RK503", "metric records are not read here", Span(str(path), n, 1))]
+    metrics.append(series)
+    return []

@@ -39,7 +39,7 @@ DEFAULT_AUTHOR = "unknown"
 TEST_OPTIONS = {"source", "format", "node"}
 ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
-EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms",
+EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "interesting_nodes", "interesting_symptoms", "symptoms", "absent_symptoms",
                "ambiguous"}
 GROUP_PLACEHOLDERS = {"node", "count", "symptom", "symptoms"}
 SINGLE = (A.AuthorClause, A.DocsClause, A.OutcomeClause, A.SubDomainClause, A.RankClause, A.AliasesClause,
