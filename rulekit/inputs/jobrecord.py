@@ -215,8 +215,9 @@ _TYPE_ERRORS = {"string_type", "list_type", "int_type", "int_parsing", "dict_typ
                 "less_than_equal", "string_too_short", "model_type", "too_long", "string_too_long"}
 
 
-def problems_of(e: ValidationError) -> list[tuple[Loc, str]]:
-    """pydantic's errors as (loc, message) pairs, with our wording."""
+def problems_of(e: ValidationError, skip: int = 0) -> list[tuple[Loc, str]]:
+    """pydantic's errors as (loc, message) pairs, with our wording.  `skip`: how many
+    leading loc parts lead to the job record (1 for a Service body's `job`)."""
     out: list[tuple[Loc, str]] = []
     for err in e.errors(include_url=False):
         loc = tuple(err.get("loc", ()))
@@ -228,8 +229,8 @@ def problems_of(e: ValidationError) -> list[tuple[Loc, str]]:
             msg = f"unknown key `{loc[-1]}`" if loc else "unknown key"
         elif kind == "missing":
             msg = "is required"
-        elif kind in _TYPE_ERRORS and loc and isinstance(loc[0], str) and loc[0] in FIELD_HINTS:
-            msg = FIELD_HINTS[loc[0]] + ("" if kind.endswith("_type") else f" ({msg[0].lower()}{msg[1:]})")
+        elif kind in _TYPE_ERRORS and len(loc) > skip and isinstance(loc[skip], str) and loc[skip] in FIELD_HINTS:
+            msg = FIELD_HINTS[loc[skip]] + ("" if kind.endswith("_type") else f" ({msg[0].lower()}{msg[1:]})")
         out.append((loc, msg))
     return out
 
