@@ -95,7 +95,15 @@ Fix: see the inline test format in README.md."""),
        """What it does: reports an invalid global or editor setting (a setting of the
 language server, a node-name mapping, ...). The default is used instead.
 Fix: correct the setting named in the message."""),
-    _c("RK110", "bad-metric-rule", "error", "A metric rule's condition or duration is invalid.",
+    _c("RK110", "bad-blame", "error", "A symptom's blame or action is not one of the fixed words.",
+       """What it does: reports a `blame` other than node, link, peer, workload, environment,
+scheduler, none, or an `action` other than reset_gpu, reboot, drain_p2p, drain_and_reset,
+drain_and_rma, check_link, inspect, none.
+Why: `bad_nodes` (what drain, reset and RMA automation acts on) lists only nodes blamed
+by `node`, `link` or `peer` symptoms; a misspelt blame would silently blame nobody.
+Example: `blame = "gpu"` on `XID-79-GPU_FELL_OFF_BUS`.
+Fix: use `blame = "node"` (and `action = "reboot"`); see docs/blame.md."""),
+    _c("RK111", "bad-metric-rule", "error", "A metric rule's condition or duration is invalid.",
        """What it does: reports a metric rule whose `when` is not `AGGREGATE OP NUMBER`
 (aggregates value, rate, increase; operators > >= < <= == !=), or whose `for` /
 `window` is not a duration (seconds, or "90s", "5m", "1h"), or a `window` on `value`.

@@ -48,10 +48,10 @@ def test_metric_condition_semantics(when, for_s, window, samples, fires_at):
 
 
 BAD = [
-    ('when = "rate >> 10"', "RK110", 'when = "rate >> 10"'),
-    ('when = "speed > 10"', "RK110", "unknown aggregate"),
-    ('when = "rate > 10"\nfor = "a minute"', "RK110", "duration"),
-    ('when = "value > 10"\nwindow = "5m"', "RK110", "applies to rate and increase"),
+    ('when = "rate >> 10"', "RK111", 'when = "rate >> 10"'),
+    ('when = "speed > 10"', "RK111", "unknown aggregate"),
+    ('when = "rate > 10"\nfor = "a minute"', "RK111", "duration"),
+    ('when = "value > 10"\nwindow = "5m"', "RK111", "applies to rate and increase"),
     ('when = "rate > 10"\nlables = { a = "b" }', "RK101", "unknown key"),
 ]
 
@@ -69,7 +69,7 @@ def test_dsl_metric_rule_errors_are_located(tmp_path):
                                      'metric_rule R {\n  metric "m"\n  when rate > 10 for 99999999d\n'
                                      '  emit interesting_node "S"\n}\n')
     load = load_corpus([tmp_path])
-    d = next(d for d in load.diagnostics if d.code == "RK110")
+    d = next(d for d in load.diagnostics if d.code == "RK111")
     assert (d.span.line, d.span.col) == (9, 22)
 
 

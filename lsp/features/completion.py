@@ -23,7 +23,7 @@ TOML_SECTIONS = {
 TABLE_HEADERS = ["symptom", "outcome_rule", "extractor", "extractor.test", "family", "family.member",
                  "family.member.test", "catalog", "catalog.entries", "catalog.test", "case", "case.observation"]
 DSL_DECLS = ["symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "case", "author"]
-DSL_CLAUSES = ["author", "docs", "outcome", "sub_domain", "rank", "aliases", "source", "format", "requires",
+DSL_CLAUSES = ["author", "docs", "outcome", "sub_domain", "rank", "aliases", "blame", "action", "source", "format", "requires",
                "uses python", "match", "key", "emit", "test", "member", "entry", "demote", "discard", "promote",
                "when", "unless", "prefer", "gather", "for each node", "job", "observe", "expect"]
 SYMPTOM_CONTEXT = re.compile(r"(symptom|symptoms|root_cause|absent_symptoms|aliases)\s*=\s*\[?[^=]*$")

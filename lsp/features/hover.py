@@ -1,6 +1,6 @@
 """Hover: what a symptom, rule or regex under the cursor means in this corpus.
 
-Symptom: outcome, sub_domain, rank, docs, aliases, where it is registered and the
+Symptom: outcome, sub_domain, rank, blame and action, docs, aliases, where it is registered and the
 rules that emit it.  Rule: type, stratum, location, docs and test status.
 Regex (inside an extractor's pattern): the required literals the acceleration
 structure extracted and what the prefilter does with the rule.  A diagnostic
@@ -67,7 +67,8 @@ def symptom_markdown(corpus: Corpus, name: str) -> str | None:
     head = f"**symptom `{info.name}`**" + (f" (alias `{name}`)" if info.name != name else "")
     if s is None and not reg.is_known(name):
         return f"**symptom `{name}`**: not registered (RK203)"
-    lines = [head, "", f"- outcome: `{info.outcome}`", f"- sub_domain: `{info.sub_domain}`", f"- rank: {info.rank}"]
+    lines = [head, "", f"- outcome: `{info.outcome}`", f"- sub_domain: `{info.sub_domain}`", f"- rank: {info.rank}",
+             f"- blame: `{info.blame or 'not set (RK208)'}`" + (f", action `{info.action}`" if info.action != "none" else "")]
     if s is not None:
         if s.aliases:
             lines.append("- aliases: " + ", ".join(f"`{x}`" for x in s.aliases))

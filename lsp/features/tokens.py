@@ -10,7 +10,7 @@ import re
 from rulekit.rules.model import EMIT_TYPES, FilterPriority, RefinerPriority
 from rulekit_lsp.features import Token
 
-KEYWORDS = {"add", "aliases", "all", "any", "anywhere", "at", "author", "captures", "case", "catalog", "collector",
+KEYWORDS = {"action", "add", "aliases", "all", "any", "anywhere", "at", "author", "blame", "captures", "case", "catalog", "collector",
             "demote", "discard", "docs", "each", "emit", "entry", "expect", "extractor", "family", "filter", "for",
             "format", "from", "gather", "job", "key", "least", "match", "member", "node", "nothing", "observe", "on",
             "outcome", "over", "prefer", "prefix", "promote", "python", "rank", "refiner", "requires", "same",

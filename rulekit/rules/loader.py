@@ -28,6 +28,8 @@ from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Spa
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.expand import template_names
 from rulekit.rules.model import (
+    ACTIONS,
+    BLAMES,
     OUTCOMES,
     AccumulatorRule,
     CollectorRule,
@@ -206,6 +208,13 @@ class _Validator:
                      start=prob.start, end=prob.end)
 
 
+def _check_blame(v: "_Validator", what: str, blame: str | None, action: str | None, span, **kw) -> None:
+    if blame is not None and blame not in BLAMES:
+        v.add("RK110", f"{what} has blame `{blame}`; use one of {', '.join(BLAMES)}", span, **kw)
+    if action is not None and action not in ACTIONS:
+        v.add("RK110", f"{what} has action `{action}`; use one of {', '.join(ACTIONS)}", span, **kw)
+
+
 def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable[str] = ()) -> list[Diagnostic]:
     """Every cross-file problem of a corpus, in one pass."""
     v = _Validator(ruleset, registry)
@@ -215,6 +224,7 @@ def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable
         if s.outcome not in OUTCOMES:
             v.add("RK106", f"symptom `{s.name}` has outcome `{s.outcome}`; use one of {', '.join(OUTCOMES)}", s.span,
                   symptom=s.name)
+        _check_blame(v, f"symptom `{s.name}`", s.blame, s.action, s.span, symptom=s.name)
         prev = seen.get(s.name)
         if prev is not None:
             v.add("RK202", f"symptom `{s.name}` is registered twice", s.span,
@@ -229,6 +239,7 @@ def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable
     for r in ruleset.outcome_rules:
         if r.outcome is not None and r.outcome not in OUTCOMES:
             v.add("RK106", f"outcome rule `{r.prefix}` has outcome `{r.outcome}`; use one of {', '.join(OUTCOMES)}", r.span)
+        _check_blame(v, f"outcome rule `{r.prefix}`", r.blame, r.action, r.span)
     # rules: unique names, per-type checks, dependencies
     first: dict[str, object] = {}
     for rule in ruleset.rules:
@@ -364,9 +375,11 @@ class RuleLoader:
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
         self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
-        dsl_mod = sys.modules.get("rulekit.rules.dsl")
-        if dsl_mod is not None and hasattr(dsl_mod, "check_references"):
-            self.diagnostics.extend(dsl_mod.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
+        if any(getattr(r, "decl", None) is not None for r in self.ruleset.rules):
+            # DSL rules may name Python plugin rules (`uses python X`): checked once every file is loaded
+            from rulekit.rules import dsl
+
+            self.diagnostics.extend(dsl.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
         self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
         if has_errors(self.diagnostics):
             if strict:

@@ -13,6 +13,11 @@ from typing import Any, Callable, Mapping
 from rulekit.diagnostics import Span
 
 OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")
+# Whom a symptom implicates (docs/blame.md): only `node`, `link` and `peer` put a node in `bad_nodes`.
+BLAMES = ("node", "link", "peer", "workload", "environment", "scheduler", "none")
+NODE_BLAMES = ("node", "link", "peer")
+# What to do about a blamed node (Xid 154's recovery action takes precedence when printed).
+ACTIONS = ("reset_gpu", "reboot", "drain_p2p", "drain_and_reset", "drain_and_rma", "check_link", "inspect", "none")
 
 
 class EventType(str, Enum):
@@ -79,6 +84,8 @@ class Symptom:
     docs: str = ""
     aliases: tuple[str, ...] = ()
     span: Span | None = None
+    blame: str | None = None  # one of BLAMES; None: taken from the longest matching outcome rule
+    action: str | None = None  # one of ACTIONS; None: taken from the outcome rule, else per blame
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,8 @@ class OutcomeRule:
     sub_domain: str | None = None
     rank: int | None = None
     span: Span | None = None
+    blame: str | None = None
+    action: str | None = None
 
 
 @dataclass(frozen=True)

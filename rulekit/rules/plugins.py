@@ -158,10 +158,11 @@ def accumulator_def(*, name: str, author: str, trigger_re: str, sources: Sequenc
 
 
 def register_symptom(name: str, *, outcome: str, sub_domain: str, rank: int, docs: str = "",
-                     aliases: Sequence[str] = ()) -> None:
+                     aliases: Sequence[str] = (), blame: str | None = None, action: str | None = None) -> None:
     """Register a symptom (same fields as a TOML `[[symptom]]` table)."""
     _sink().symptoms.append(Symptom(name=name, outcome=outcome, sub_domain=sub_domain, rank=rank,
-                                    docs=docs, aliases=tuple(aliases), span=_caller_span()))
+                                    docs=docs, aliases=tuple(aliases), span=_caller_span(),
+                                    blame=blame, action=action))
 
 
 # ---- helpers shared by rule bodies -------------------------------------------------

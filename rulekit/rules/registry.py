@@ -1,5 +1,5 @@
 """The symptom registry: symptom name -> outcome, sub_domain, rank, docs, aliases,
-plus the outcome mapping rules (prefix defaults).  Built once from the loaded
+blame and action, plus the outcome mapping rules (prefix defaults).  Built once from the loaded
 declarations and immutable afterwards.  No I/O.
 """
 from __future__ import annotations
@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from rulekit.rules.model import OutcomeRule, Symptom
+
+# the action a blamed node gets when neither the symptom nor its outcome rule names one
+DEFAULT_ACTION = {"node": "inspect", "link": "check_link", "peer": "inspect"}
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,8 @@ class SymptomInfo:
     rank: int
     docs: str
     registered: bool  # False: known only through an outcome rule prefix
+    blame: str | None = None  # None: nobody said (the corpus check RK208 reports it)
+    action: str = "none"
 
 
 class SymptomRegistry:
@@ -55,11 +60,34 @@ class SymptomRegistry:
     def info(self, name: str) -> SymptomInfo:
         s = self.symptom(name)
         if s is not None:
-            return SymptomInfo(s.name, s.outcome, s.sub_domain, s.rank, s.docs, True)
+            blame, action = self._blame_action(s.name, s.blame, s.action)
+            return SymptomInfo(s.name, s.outcome, s.sub_domain, s.rank, s.docs, True, blame, action)
         r = self.prefix_rule(name)
         if r is not None:
-            return SymptomInfo(name, r.outcome or "unknown", r.sub_domain or "unknown", r.rank or 0, "", False)
+            blame, action = self._blame_action(name, r.blame, r.action)
+            return SymptomInfo(name, r.outcome or "unknown", r.sub_domain or "unknown", r.rank or 0, "", False,
+                               blame, action)
         return SymptomInfo(name, "unknown", "unknown", 0, "", False)
+
+    def _blame_action(self, name: str, blame: str | None, action: str | None) -> tuple[str | None, str]:
+        """The symptom's own blame/action, else the longest outcome rule that sets one,
+        else the blame's default action."""
+        if blame is None or action is None:
+            for r in self._rules:
+                if name.startswith(r.prefix):
+                    blame = blame if blame is not None else r.blame
+                    action = action if action is not None else r.action
+                    if blame is not None and action is not None:
+                        break
+        if action is None:
+            action = DEFAULT_ACTION.get(blame or "", "none")
+        return blame, action
+
+    def blame(self, name: str) -> str | None:
+        return self.info(name).blame
+
+    def action(self, name: str) -> str:
+        return self.info(name).action
 
     def rank(self, name: str) -> int:
         return self.info(name).rank

@@ -35,8 +35,8 @@ TOP_KEYS = {"author", "symptom", "outcome_rule", "extractor", "family", "catalog
 METRIC_RULE_KEYS = {"name", "author", "metric", "labels", "when", "for", "window", "emit", "requires", "docs", "test"}
 METRIC_TEST_KEYS = {"samples", "expect", "symptom", "labels", "node"}
 CASE_METRIC_KEYS = {"node", "name", "labels", "samples"}
-SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases"}
-OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank"}
+SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases", "blame", "action"}
+OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank", "blame", "action"}
 EXTRACTOR_KEYS = {"name", "author", "match_re", "source", "format", "requires", "docs", "emit", "test"}
 EMIT_KEYS = {"type", "symptom", "node", "fields"}
 TEST_KEYS = {"line", "expect", "symptom", "node", "captures", "source", "format"}
@@ -228,7 +228,9 @@ def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
             out.outcome_rules.append(OutcomeRule(
                 prefix=prefix, outcome=ctx.typed(tbl, "outcome", str, reg, "an outcome rule"),
                 sub_domain=ctx.typed(tbl, "sub_domain", str, reg, "an outcome rule"),
-                rank=ctx.typed(tbl, "rank", int, reg, "an outcome rule"), span=ctx.loc.header(reg)))
+                rank=ctx.typed(tbl, "rank", int, reg, "an outcome rule"), span=ctx.loc.header(reg),
+                blame=ctx.typed(tbl, "blame", str, reg, "an outcome rule"),
+                action=ctx.typed(tbl, "action", str, reg, "an outcome rule")))
     for tbl, reg in _each(ctx, data, "extractor"):
         r = _extractor(ctx, tbl, reg)
         if r:
@@ -280,7 +282,7 @@ def _metric_rule(ctx: _Ctx, tbl: dict, reg: Region | None) -> MetricRule | None:
     if when is not None:
         got = parse_condition(when)
         if isinstance(got, str):
-            ctx.err("RK110", got, ctx.loc.value(reg, "when"))
+            ctx.err("RK111", got, ctx.loc.value(reg, "when"))
         else:
             durations: dict[str, float | None] = {"for": 0.0, "window": None}
             bad = False
@@ -288,12 +290,12 @@ def _metric_rule(ctx: _Ctx, tbl: dict, reg: Region | None) -> MetricRule | None:
                 if key in tbl:
                     d = parse_duration(tbl[key])
                     if isinstance(d, str):
-                        ctx.err("RK110", f"`{key}` in {what}: {d}", ctx.loc.key(reg, key))
+                        ctx.err("RK111", f"`{key}` in {what}: {d}", ctx.loc.key(reg, key))
                         bad = True
                     else:
                         durations[key] = d
             if durations["window"] is not None and got[0] == "value":
-                ctx.err("RK110", f"`window` in {what} applies to rate and increase, not to `value`", ctx.loc.key(reg, "window"))
+                ctx.err("RK111", f"`window` in {what} applies to rate and increase, not to `value`", ctx.loc.key(reg, "window"))
                 bad = True
             if not bad:
                 cond = MetricCondition(got[0], got[1], got[2], float(durations["for"] or 0.0), durations["window"],
@@ -354,10 +356,13 @@ def _symptom(ctx: _Ctx, tbl: dict, reg: Region | None) -> Symptom | None:
     rank = ctx.need(tbl, "rank", int, reg, what)
     docs = ctx.typed(tbl, "docs", str, reg, what, default="")
     aliases = ctx.str_list(tbl, "aliases", reg, what)
+    blame = ctx.typed(tbl, "blame", str, reg, what)
+    action = ctx.typed(tbl, "action", str, reg, what)
     if None in (name, outcome, sub, rank):
         return None
     span = ctx.loc.value(reg, "name")
-    return Symptom(name=name, outcome=outcome, sub_domain=sub, rank=rank, docs=docs, aliases=aliases, span=span)
+    return Symptom(name=name, outcome=outcome, sub_domain=sub, rank=rank, docs=docs, aliases=aliases, span=span,
+                   blame=blame, action=action)
 
 
 def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit") -> Emit | None:
@@ -477,6 +482,11 @@ def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         return []
     member_regions = ctx.loc.tables("family.member", reg) if reg else []
     out = []
+    # table-level fields are read (and reported) once, not once per member
+    family_author = ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author)
+    sources = ctx.str_list({"source": template.get("source", tbl.get("source"))}, "source", reg, what)
+    formats = ctx.str_list({"format": template.get("format", tbl.get("format"))}, "format", reg, what)
+    requires = ctx.str_list(tbl, "requires", reg, what)
     for i, m in enumerate(members):
         mreg = member_regions[i] if i < len(member_regions) else None
         mspan = ctx.loc.value(mreg, "name") if mreg else ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1)
@@ -497,13 +507,10 @@ def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         if emit is None:
             continue
         tests = _tests(ctx, m.get("test"), ctx.loc.tables("family.member.test", mreg) if mreg else [], mreg, mwhat)
-        src = template.get("source", tbl.get("source"))
-        fmt = template.get("format", tbl.get("format"))
         out.append(ExtractorRule(
-            name=mname, author=m.get("author") or ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            name=mname, author=m.get("author") or family_author,
             span=mspan, match_re=pattern, match_span=ctx.loc.key(reg, "template"), emit=emit,
-            sources=ctx.str_list({"source": src}, "source", reg, what), formats=ctx.str_list({"format": fmt}, "format", reg, what),
-            requires=ctx.str_list(tbl, "requires", reg, what), tests=_with_default_expect(tests, emit),
+            sources=sources, formats=formats, requires=requires, tests=_with_default_expect(tests, emit),
             origin=f"family:{fname}", docs=str(m.get("docs") or tbl.get("docs") or "")))
     return out
 
@@ -541,6 +548,11 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         _emit(ctx, emit_raw, reg, what)
         return []
     entries_region = (ctx.loc.tables("catalog.entries", reg) or [reg])[0] if reg else None
+    # table-level fields are read (and reported) once, not once per entry
+    author = ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author)
+    sources = ctx.str_list(tbl, "source", reg, what)
+    formats = ctx.str_list(tbl, "format", reg, what)
+    requires = ctx.str_list(tbl, "requires", reg, what)
     out = []
     for k, entry in entries.items():
         espan = ctx.loc.key(entries_region, k) if entries_region else Span(ctx.path, 1, 1)
@@ -561,10 +573,9 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         expanded = expand_catalog_pattern(pattern, key, str(k))
         assert expanded is not None
         out.append(ExtractorRule(
-            name=ename, author=ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+            name=ename, author=author,
             span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
-            sources=ctx.str_list(tbl, "source", reg, what), formats=ctx.str_list(tbl, "format", reg, what),
-            requires=ctx.str_list(tbl, "requires", reg, what), tests=(), origin=f"catalog:{cname}",
+            sources=sources, formats=formats, requires=requires, tests=(), origin=f"catalog:{cname}",
             lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
     # Catalog-level tests are kept on the first expanded rule; the test runner runs a
     # test of a catalog rule through every rule of that catalog (see rulekit.analysis.testing).

@@ -28,7 +28,7 @@ STRATA_FILTER = ("EARLY", "MID", "STANDARD", "LATE")
 STRATA_REFINER = ("SCRUB", "FINAL", "POST_OUTCOME")
 EVENT_TYPES = ("bad_node", "interesting_node", "bad_peers", "data")
 OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")
-CLAUSE_KEYWORDS = ("author", "outcome", "sub_domain", "rank", "docs", "aliases", "source", "format", "requires",
+CLAUSE_KEYWORDS = ("author", "outcome", "sub_domain", "rank", "blame", "action", "docs", "aliases", "source", "format", "requires",
                    "uses", "python", "match", "key", "emit", "node", "fields", "test", "with", "captures", "on",
                    "same", "anywhere", "for", "each", "at", "least", "add", "them", "any", "all", "prefer", "over",
                    "and", "set", "gather", "from", "unique", "job", "observe", "expect")

@@ -114,6 +114,16 @@ class RankClause(Node):
 
 
 @dataclass
+class BlameClause(Node):
+    value: Word
+
+
+@dataclass
+class ActionClause(Node):
+    value: Word
+
+
+@dataclass
 class AliasesClause(Node):
     values: list[Str]
 

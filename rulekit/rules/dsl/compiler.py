@@ -47,10 +47,12 @@ EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", 
                "ambiguous"}
 GROUP_PLACEHOLDERS = {"node", "count", "symptom", "symptoms"}
 SINGLE = (A.AuthorClause, A.DocsClause, A.OutcomeClause, A.SubDomainClause, A.RankClause, A.AliasesClause,
+          A.BlameClause, A.ActionClause,
           A.SourceClause, A.FormatClause, A.RequiresClause, A.MatchClause, A.KeyClause, A.EmitClause,
           A.JobClause, A.ExpectClause, A.MetricClause, A.MetricWhenClause)
 CLAUSE_WORD = {A.AuthorClause: "author", A.DocsClause: "docs", A.OutcomeClause: "outcome",
                A.SubDomainClause: "sub_domain", A.RankClause: "rank", A.AliasesClause: "aliases",
+               A.BlameClause: "blame", A.ActionClause: "action",
                A.SourceClause: "source", A.FormatClause: "format", A.RequiresClause: "requires",
                A.MatchClause: "match", A.KeyClause: "key", A.EmitClause: "emit", A.JobClause: "job",
                A.ExpectClause: "expect", A.MetricClause: "metric", A.MetricWhenClause: "when"}
@@ -189,16 +191,23 @@ class _Compiler:
             return
         self.out.symptoms.append(Symptom(
             name=d.name.value, outcome=oc.value.value, sub_domain=sd.value.value, rank=rk.value.value,
-            docs=self.docs(d), aliases=self.words(d, A.AliasesClause), span=d.name.span))
+            docs=self.docs(d), aliases=self.words(d, A.AliasesClause), span=d.name.span,
+            blame=self._word_of(d, A.BlameClause), action=self._word_of(d, A.ActionClause)))
+
+    @staticmethod
+    def _word_of(d, typ) -> str | None:
+        c = d.first(typ)
+        return c.value.value if c else None
 
     def d_prefix(self, d: A.PrefixDecl) -> None:
         for c in d.all(A.DocsClause) + d.all(A.AliasesClause):
-            self.err("RK101", f"an outcome prefix takes only outcome, sub_domain and rank, not `{CLAUSE_WORD[type(c)]}`",
+            self.err("RK101", f"an outcome prefix takes only outcome, sub_domain, rank, blame and action, not `{CLAUSE_WORD[type(c)]}`",
                      c.span)
         oc, sd, rk = d.first(A.OutcomeClause), d.first(A.SubDomainClause), d.first(A.RankClause)
         self.out.outcome_rules.append(OutcomeRule(
             prefix=d.name.value, outcome=oc.value.value if oc else None, sub_domain=sd.value.value if sd else None,
-            rank=rk.value.value if rk else None, span=d.name.span))
+            rank=rk.value.value if rk else None, span=d.name.span,
+            blame=self._word_of(d, A.BlameClause), action=self._word_of(d, A.ActionClause)))
 
     def d_extractor(self, d: A.ExtractorDecl) -> None:
         what = f"extractor `{d.name.value}`"
@@ -444,7 +453,7 @@ class _Compiler:
         if wc is not None:
             got = parse_condition(f"{wc.aggregate.value} {wc.op.value} {wc.threshold.value}")
             if isinstance(got, str):
-                self.err("RK110", got, wc.aggregate.span)
+                self.err("RK111", got, wc.aggregate.span)
             else:
                 durs: dict[str, float | None] = {"for": 0.0, "window": None}
                 bad = False
@@ -453,12 +462,12 @@ class _Compiler:
                         continue
                     val = parse_duration(int(tok.value) if tok.value.isdigit() else tok.value)
                     if isinstance(val, str):
-                        self.err("RK110", f"`{key}` in {what}: {val}", tok.span)
+                        self.err("RK111", f"`{key}` in {what}: {val}", tok.span)
                         bad = True
                     else:
                         durs[key] = val
                 if durs["window"] is not None and got[0] == "value":
-                    self.err("RK110", f"`window` in {what} applies to rate and increase, not to `value`", wc.window.span)
+                    self.err("RK111", f"`window` in {what} applies to rate and increase, not to `value`", wc.window.span)
                     bad = True
                 if not bad:
                     cond = MetricCondition(got[0], got[1], got[2], float(durs["for"] or 0.0), durs["window"], span=wc.span)

@@ -139,6 +139,9 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
     for s in data.get("symptom", []):
         cl: list = [A.OutcomeClause(G, _n(s["outcome"])), A.SubDomainClause(G, _word(s["sub_domain"])),
                     A.RankClause(G, A.Int(G, s["rank"]))]
+        for key, typ in (("blame", A.BlameClause), ("action", A.ActionClause)):
+            if s.get(key) is not None:
+                cl.append(typ(G, _word(s[key])))
         if s.get("docs"):
             cl.append(A.DocsClause(G, _s(s["docs"])))
         if s.get("aliases"):
@@ -152,6 +155,9 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
             cl.append(A.SubDomainClause(G, _word(o["sub_domain"])))
         if o.get("rank") is not None:
             cl.append(A.RankClause(G, A.Int(G, o["rank"])))
+        for key, typ in (("blame", A.BlameClause), ("action", A.ActionClause)):
+            if o.get(key) is not None:
+                cl.append(typ(G, _word(o[key])))
         items.append(A.PrefixDecl(G, _s(o["prefix"]), cl))
     for e in data.get("extractor", []):
         emit = _emit(e["emit"])
@@ -482,6 +488,10 @@ def _put_clause(t: Any, c: Any) -> None:
         t.add("sub_domain", c.value.value)
     elif isinstance(c, A.RankClause):
         t.add("rank", c.value.value)
+    elif isinstance(c, A.BlameClause):
+        t.add("blame", c.value.value)
+    elif isinstance(c, A.ActionClause):
+        t.add("action", c.value.value)
     elif isinstance(c, A.AliasesClause):
         t.add("aliases", [v.value for v in c.values])
     elif isinstance(c, (A.SourceClause, A.FormatClause)):

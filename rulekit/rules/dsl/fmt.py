@@ -18,7 +18,7 @@ from rulekit.rules.dsl.parser import decode_regex, parse_ast
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*(\[[^\]\s\"]*\])?")
 KEYWORDS = frozenset("""
-author symptom prefix extractor family catalog filter refiner collector case outcome sub_domain rank docs aliases
+author symptom prefix extractor family catalog filter refiner collector case outcome sub_domain rank docs aliases blame action
 source format requires uses python match key emit node fields test with nothing captures member entry demote
 discard promote on when unless same anywhere for each at least add them any all prefer over and set gather from
 unique job
@@ -135,6 +135,10 @@ def clause_text(c) -> str:
         return f"sub_domain {word(c.value)}"
     if isinstance(c, A.RankClause):
         return f"rank {c.value.value}"
+    if isinstance(c, A.BlameClause):
+        return f"blame {word(c.value)}"
+    if isinstance(c, A.ActionClause):
+        return f"action {word(c.value)}"
     if isinstance(c, A.AliasesClause):
         return f"aliases {strs(c.values)}"
     if isinstance(c, A.SourceClause):

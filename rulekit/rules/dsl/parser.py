@@ -445,6 +445,12 @@ class _Builder:
     def c_rank_cl(self, t):
         return A.RankClause(self.span(t), self.int_tok(t.children[0]))
 
+    def c_blame_cl(self, t):
+        return A.BlameClause(self.span(t), self.word(t.children[0]))
+
+    def c_action_cl(self, t):
+        return A.ActionClause(self.span(t), self.word(t.children[0]))
+
     def c_docs_cl(self, t):
         return A.DocsClause(self.span(t), self.string(t.children[0]))
 
