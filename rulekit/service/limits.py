@@ -10,9 +10,9 @@ than a reset connection), never held in memory.  Each chunk must arrive within `
 otherwise).  Both answers are the Service's JSON error body.
 
 `TimedH11Protocol` closes a connection that has not sent complete request
-headers within `header_timeout` seconds of connecting (or of its previous
-response): uvicorn itself only times out idle keep-alive connections, so a
-client trickling header bytes would hold a connection forever.  No routing.
+headers within `header_timeout` seconds of connecting, or of the first byte of
+its next request: uvicorn itself only times out idle keep-alive connections, so
+a client trickling header bytes would hold a connection forever.  No routing.
 """
 from __future__ import annotations
 
@@ -155,15 +155,17 @@ class TimedH11Protocol(H11Protocol):
         if waiting and not self.transport.is_closing():
             self.transport.close()
 
+    def data_received(self, data: bytes) -> None:
+        # the first bytes of a request on a kept-alive connection start its header clock
+        # (an idle kept-alive connection is uvicorn's keep-alive timeout's business)
+        if (self.cycle is None or self.cycle.response_complete) and getattr(self, "_header_timer", None) is None:
+            self._arm_header_timer()
+        super().data_received(data)
+
     def handle_events(self) -> None:
         super().handle_events()
         if self.cycle is not None and not self.cycle.response_complete:
             self._cancel_header_timer()  # the headers are in: the body has its own timeout
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_header_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()

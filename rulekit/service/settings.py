@@ -25,7 +25,8 @@ class ServiceSettings:
     max_body_bytes: int = 64 << 20  # a larger request body is refused with 413 while it streams
     header_timeout_s: float = 10.0  # a connection must send complete request headers within this
     body_timeout_s: float = 30.0  # ... and each chunk of the body within this (408 otherwise)
-    keep_alive_s: int = 5
+    keep_alive_s: int = 20  # idle keep-alive connections are closed after this; longer than clients' own
+    # idle expiry (httpx, requests: 5 s) so a client never reuses a connection the server is closing
     graceful_shutdown_s: int = 30  # on SIGTERM/SIGINT: finish in-flight requests for up to this long
     job_ttl_s: float = 900.0  # an open job idle this long is retired
     max_open_jobs: int = 1000  # POST /v1/jobs answers 429 beyond this
