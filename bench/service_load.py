@@ -7,8 +7,10 @@ default settings, and measures:
    one-shot requests: connection resets / transport errors and non-2xx answers
    (both must be 0).
 2. CPU-bound throughput (requests/s) at --workers 1 and --workers 2 on the same
-   requests, same concurrency, in this run: the ratio (target >= 1.7x; the
-   machine's other load shows in it, so the script prints the CPU count).
+   requests, same concurrency, in alternating rounds of this run: the ratio
+   (target >= 1.7x), the server's CPU parallelism (CPU seconds per second), and
+   the ceiling the machine gives right now (two spinning processes vs one): on
+   a shared machine the ceiling, not the Service, can be what limits the ratio.
 3. 4 concurrent 100 MB bodies against the default 64 MiB body limit: each must
    get a 413 JSON answer, and the server's peak RSS (VmHWM of the server and
    its workers) must stay within BOUND_MB of its RSS before the bodies (the
@@ -243,6 +245,24 @@ def big_bodies(url: str, pid: int, n: int, size: int) -> dict:
             "largest_process_hwm_mb": {"before": round(hwm_before / 1024, 1), "after": round(hwm_after / 1024, 1)}}
 
 
+def _spin(seconds: float) -> int:
+    t0, n = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        n += 1
+    return n
+
+
+def machine_parallelism(seconds: float = 3.0) -> float:
+    """How much more pure-Python CPU work two processes get done than one, right now on this
+    machine (2.0 on two free cores): the ceiling for the 2-workers-vs-1 ratio in this run."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(2) as pool:
+        one = pool.apply(_spin, (seconds,))
+        two = sum(pool.map(_spin, [seconds, seconds]))
+    return two / one
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -275,8 +295,11 @@ def main() -> int:
                 par[workers].append(t["parallelism"])
         med = {w: sorted(v)[len(v) // 2] for w, v in rates.items()}
         ratio = med[2] / med[1]
+        ceiling = machine_parallelism()
         print(f"2 workers vs 1 (median of {rounds} rounds): {ratio:.2f}x requests/s (target >= 1.7x); server CPU "
-              f"parallelism {sorted(par[1])[len(par[1]) // 2]} vs {sorted(par[2])[len(par[2]) // 2]} cores")
+              f"parallelism {sorted(par[1])[len(par[1]) // 2]} vs {sorted(par[2])[len(par[2]) // 2]} cores; "
+              f"two pure-CPU processes vs one on this machine now: {ceiling:.2f}x"
+              + (" (the machine cannot show the target: it needs two free cores)" if ceiling < 1.7 else ""))
         ok &= ratio >= 1.7
         b = big_bodies(one[1], one[0].pid, 4, 100_000_000)
         print(f"3. 4 x 100 MB bodies (default limit 64 MiB), 1 worker (bound: +{BOUND_MB} MB):", json.dumps(b))

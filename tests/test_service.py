@@ -402,3 +402,24 @@ def test_an_internal_error_is_a_500_json_with_an_error_id(tmp_path, caplog):
         server.should_exit = True
         t.join(30)
         sock.close()
+
+
+def test_graceful_shutdown_finishes_the_request_in_flight():
+    proc, url, _ = _start([])
+    nccl = ("[rank{r}]:[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum={i}, OpType=ALLREDUCE) ran for 600013 milliseconds")
+    heavy = dict(PAYLOAD, observations=PAYLOAD["observations"] + [
+        {"source": "applog", "lines": [nccl.format(r=i % 16, i=i) for i in range(3000)]}])
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(post(f"{url}/v1/attribute", heavy)))
+    try:
+        t.start()
+        time.sleep(0.5)  # the request is being served
+        proc.send_signal(signal.SIGTERM)
+        t.join(120)
+        assert got and got[0].status_code == 200 and got[0].json()["outcome"] == "hardware"
+        assert proc.wait(60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has drained
+        with pytest.raises(httpx.TransportError):  # and then it is gone
+            httpx.get(f"{url}/v1/health", timeout=5)
+    finally:
+        _stop(proc)
