@@ -188,3 +188,10 @@ def test_lines_of_a_node_log_carry_the_declared_node(tmp_path, engine):
         s.ingest(Observation(source="applog", lines=["BOOM"]))
         events = s.manager.stream(s.context_id).bad_events()
     assert [(e.node, e.fields.get("declared_node")) for e in events] == [("n2", "n2"), (None, None)]
+
+
+def test_observations_jsonl_that_is_a_directory_is_a_note(tmp_path):
+    root = job(tmp_path, '[job]\nid = "1"\n', {"applog/a.log": "hello\n"})
+    (root / "observations.jsonl").mkdir()
+    jd = read_job_dir(root)
+    assert [(d.code, "not a regular file" in d.message) for d in jd.notes] == [("RK503", True)]
