@@ -138,6 +138,7 @@ class PythonTraceback(Accumulator):
                  "  train_loss 0.412   val_loss 0.455\n", "expect": "nothing"},
     ],
 )
+# rulekit: ignore[RK306]  (the exception after the box is also a bare tail line; DropTailInsideTraceback keeps this reading)
 class RichTraceback(Accumulator):
     """A rich / typer boxed traceback (`╭── Traceback (most recent call last) ──╮ ... ╰──╯`)
     has no `Traceback (most recent call last):` line for PythonTraceback; its exception

@@ -236,6 +236,17 @@ Fix: check that the logs were copied into the folder."""),
        """What it does: rejects an execution cancellation or allocation failure whose record ID
 does not match, whose identity is missing, or whose timestamp is missing or naive.
 Fix: supply the matching record ID, who cancelled, and a timezone-aware time."""),
+    _c("RK507", "bad-flight-recorder-dump", "error", "A flight-recorder dump was refused or is unusable.",
+       """What it does: reports a file under fr/ (or a `flight_recorder` observation record) that is not
+a plain flight-recorder dump: a pickle that asks for a class or function (GLOBAL, REDUCE, BUILD, ...),
+a truncated pickle, invalid JSON, a dump without `entries`, one too large or a reference bomb.
+The message gives the byte offset (pickle) or line and column (JSON); the dump is skipped, never run,
+and the other dumps are still analysed.  Entries of a usable dump that are malformed are skipped and
+listed as a warning.
+Why: pickles are code; a dump from an untrusted job must never execute anything.
+Example: `fr/nccl_trace_rank_3 at byte 2: pickle opcode STACK_GLOBAL imports a class or function`
+Fix: re-dump with PyTorch (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or convert
+the dump to JSON; name files `<prefix><rank>` so the rank is known."""),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}

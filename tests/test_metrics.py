@@ -100,7 +100,7 @@ def test_observations_jsonl_metric_records(tmp_path, bundled):
     recs = [{"kind": "metric", "node": "n2", "name": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "labels": {"gpu": "0"},
              "samples": [[0, 0], [30, 2]]},
             {"kind": "metric", "node": "n1", "name": "x", "samples": [[0, "hot"]]},
-            {"kind": "flight_recorder", "node": "n1"},
+            {"kind": "core_dump", "node": "n1"},
             {"source": "syslog", "node": "n1", "line": "hello"}]
     (root / "observations.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     jd = read_job_dir(root)

@@ -8,7 +8,8 @@
 * `explain_job(engine, job_dir)`: phase by phase, which events each filter and
   refiner added, demoted, promoted or discarded and why, the symptoms that were
   candidates for the root cause (rank, outcome, who removed them) and why the
-  root cause won (rank, tie-break, POST_OUTCOME changes).
+  root cause won (rank, tie-break, POST_OUTCOME changes), and what the collectors
+  found (e.g. the flight-recorder analysis of a hang).
 
 Pure data out; the CLI renders it.  Reads the job directory (that is its input)
 but writes nothing.
@@ -238,5 +239,5 @@ def explain_job(engine: RuleEngine, job_dir: str | Path, rule: str | None = None
             "sub_domain": result.get("sub_domain"), "ambiguous": result.get("ambiguous"),
             "root_cause": {"symptom": root_sym, "node": root.get("node"), "rule": root.get("rule")} if root_sym else None,
             "decision": decision, "why": [w for w in why if w], "candidates": candidates, "phases": phases,
-            "events": extracted, "trace": trace, "rule": rule,
+            "events": extracted, "trace": trace, "rule": rule, "collectors": result.get("collectors", {}),
             "rule_errors": result.get("rule_errors", [])}

@@ -111,6 +111,37 @@ def render_line_trace(d: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _ranks(rs: list[int]) -> str:
+    from rulekit.inputs.fr_analysis import ranges
+
+    return ranges(rs) or "none"
+
+
+def render_flight_recorder(fr: dict[str, Any] | None) -> list[str]:
+    """The flight-recorder collector: culprits with their verdict, stuck collectives, mismatches."""
+    if not fr:
+        return []
+    out = [f"Flight recorder ({len(fr.get('dump_ranks', []))} dump(s)"
+           + (f", no dump from rank(s) {_ranks(fr['missing_dumps'])}" if fr.get("missing_dumps") else "") + "):"]
+    for c in fr.get("culprits", []):
+        ev = ", ".join(e["symptom"] for e in c.get("evidence", [])) or ", ".join(c.get("node_hardware", []))
+        out.append(f"  culprit rank {c['rank']} on {c['node'] or '?'}: {c['verdict']}" + (f" ({ev})" if ev else ""))
+        out.append(f"    {c['why']}")
+    if not fr.get("culprits"):
+        out.append(f"  no culprit rank: {fr.get('reason', '')}")
+    for s in fr.get("stuck", []):
+        if s.get("culprits"):
+            states = ", ".join(f"{k.replace('_', ' ')} {_ranks(s[k])}" for k in
+                               ("no_dump", "not_reached", "scheduled", "started", "completed") if s.get(k))
+            out.append(f"  pg {s['group']} ({s['desc']}) {s['kind']} {s['seq']} {s['op']} sizes {s['input_sizes']}: {states}")
+    for m in fr.get("mismatches", []):
+        out.append(f"  mismatch: pg {m['group']} ({m['desc']}) collective {m['seq']} {m['what']}: rank(s) "
+                   f"{_ranks(m['ranks'])} differ from {m['expected'].get('op')} {m['expected'].get('input_sizes')}")
+    for r, why in sorted(fr.get("blocked", {}).items(), key=lambda x: int(x[0])):
+        out.append(f"  rank {r} is not a culprit: it {why}")
+    return out
+
+
 def render_job_trace(d: dict[str, Any]) -> str:
     out = [f"Job {d['job_id']}: {str(d['outcome']).upper()} / {d['sub_domain']}"
            + ("  (ambiguous)" if d.get("ambiguous") else "")]
@@ -137,6 +168,7 @@ def render_job_trace(d: dict[str, Any]) -> str:
                        + (f" on {t['node']}" if t["node"] else "") + (f" — {t['reason']}" if t["reason"] else ""))
     if not d["phases"]:
         out.append("No filter or refiner changed any event.")
+    out += render_flight_recorder(d.get("collectors", {}).get("flight_recorder"))
     for err in d.get("rule_errors", []):
         out.append(f"rule error {err['rule']}: {err['error']} ({err['where']})")
     return "\n".join(out)

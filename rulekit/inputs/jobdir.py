@@ -1,9 +1,11 @@
 """The job directory reader (README, "The job directory"): job.toml, applog/*.log, syslog/<node>.log,
-observations.jsonl -> a JobInfo, the observations to ingest, and notes.
+fr/<prefix><rank> (flight-recorder dumps), observations.jsonl -> a JobInfo, the observations to
+ingest, and notes.
 
 Missing pieces are fine; unknown files are noted (RK504), never fatal; bad
-records are reported (RK503) and skipped.  Files are not read here beyond
-job.toml and observations.jsonl: logs are streamed by extraction.
+records are reported (RK503) and skipped; refused flight-recorder dumps are RK507.
+Files are not read here beyond job.toml, observations.jsonl and fr/ (dumps are
+validated and packed here): logs are streamed by extraction.
 """
 from __future__ import annotations
 
@@ -16,15 +18,17 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from rulekit.diagnostics import Diagnostic, RulekitError, Span
+from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 from rulekit.inputs.metrics import MetricRecord, MetricSeries
+from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
+                                            read_dump_file)
 from rulekit.inputs.observation import Observation
 from rulekit.rules.toml_frontend import Locator, toml_error_span
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
-KNOWN_TOP = {"job.toml", "applog", "syslog", "observations.jsonl", "expected.json", "README.md", "generate.py"}
+KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
 _RANK_MSG = re.compile(r"^rank '?([^ ']+)'? ")
 SCHEDULER_TABLES = ("allocation_failure", "execution_cancellation")
 
@@ -146,6 +150,9 @@ def read_job_dir(path: str | Path) -> JobDir:
         else:
             notes.append(Diagnostic("RK504", f"ignored `{p.relative_to(root)}` (node logs are syslog/<node>.log)",
                                     Span(str(p), 1, 1)))
+    fr_dir = root / "fr"
+    if fr_dir.is_dir():
+        obs.extend(read_fr_dir(root, fr_dir, notes))
     jsonl = root / "observations.jsonl"
     metrics: list[MetricSeries] = []
     if jsonl.exists():
@@ -162,6 +169,40 @@ def read_job_dir(path: str | Path) -> JobDir:
     if (not obs or jd.total_bytes() == 0) and not metrics:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
+
+
+def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
+    """RK507 for a refused dump, located by byte offset (pickle) or line:col (JSON)."""
+    if e.line is not None:
+        span = Span(path, e.line, e.col or 1)
+    else:
+        span = Span(path, 1, 1)
+    data = {"byte": e.offset} if e.offset is not None else {}
+    return Diagnostic("RK507", str(e), span, data=data)
+
+
+def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Observation]:
+    """fr/<prefix><rank>[.json]: one flight-recorder dump per rank (PyTorch's
+    TORCH_NCCL_DEBUG_INFO_TEMP_FILE names); refused dumps are RK507 notes."""
+    out = []
+    for p in sorted(fr_dir.rglob("*")):
+        if not p.is_file() or p.name.startswith("."):
+            continue
+        label = str(p.relative_to(root))
+        if rank_from_name(p.name) is None:
+            notes.append(Diagnostic("RK504", f"ignored `{label}` (flight-recorder dumps are fr/<prefix><rank>)",
+                                    Span(label, 1, 1)))
+            continue
+        try:
+            dump = read_dump_file(p, label)
+        except FRDumpError as e:
+            notes.append(fr_diagnostic(e, label))
+            continue
+        if dump.problems:
+            shown = "; ".join(dump.problems[:5]) + (f"; and {len(dump.problems) - 5} more" if len(dump.problems) > 5 else "")
+            notes.append(Diagnostic("RK507", f"{label}: {shown}", Span(label, 1, 1), severity=Severity.WARNING))
+        out.append(dump_observation(dump, label))
+    return out
 
 
 def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = None
@@ -183,8 +224,16 @@ def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = Non
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
                 continue
+            if isinstance(rec, dict) and rec.get("kind") == "flight_recorder":
+                try:
+                    out.append(observation_from_record(rec, f"{path.name}:{n}"))
+                except FRDumpError as e:
+                    diags.append(Diagnostic("RK507", str(e), Span(str(path), n, 1)))
+                current = None
+                continue
             if isinstance(rec, dict) and rec.get("kind", "log") != "log":
                 diags.extend(_other_kind(rec, path, n, metrics))
+                current = None
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("source"), str):
                 diags.append(Diagnostic("RK503", "an observation record needs a string `source`", Span(str(path), n, 1)))
@@ -209,9 +258,10 @@ def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = Non
 
 
 def _other_kind(rec: dict, path: Path, n: int, metrics: list[MetricSeries] | None) -> list[Diagnostic]:
-    """A record of another observation kind (today: `metric`)."""
+    """A record of another observation kind (`metric`; `flight_recorder` is read above)."""
     if rec.get("kind") != "metric":
-        return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; known: log, metric",
+        return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; "
+                           "known: log, metric, flight_recorder",
                            Span(str(path), n, 1))]
     try:
         series = MetricRecord.model_validate(rec).to_series()

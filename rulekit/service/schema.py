@@ -5,12 +5,15 @@ schema the CLI's job.toml reader uses) and observations:
 
     {"job": {...},
      "observations": [{"kind": "log", "source": "syslog", "node": "n1", "format": "text", "lines": ["..."]},
-                      {"kind": "metric", "node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]}],
+                      {"kind": "metric", "node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]},
+                      {"kind": "flight_recorder", "rank": 3, "dump": {...}}],
      "metrics": [{"node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]}]}
 
-`observations` is a list discriminated by `kind` (default `log`): a new
-observation kind (flight-recorder dumps are next) is one more model in
-`ObservationItem` and one more branch in `to_inputs`.  `metrics` is the same
+`observations` is a list discriminated by `kind` (default `log`; also
+`metric` and `flight_recorder`, one rank's dump as JSON): a new observation
+kind is one more model in `ObservationItem` and one more branch in
+`to_inputs`.  A dump the flight-recorder reader refuses is a validation
+error at that item (422).  `metrics` is the same
 as `kind: metric` items, kept as its own key for producers that only send
 metrics.  Bodies are parsed by pydantic's JSON parser straight from bytes
 (invalid UTF-8, bad JSON, nesting deeper than its limit are `json_invalid`
@@ -20,8 +23,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictStr, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StrictStr, Tag, model_validator
 
+from rulekit.inputs.flight_recorder import FRDumpError, observation_from_record
 from rulekit.inputs.jobrecord import JobRecord
 from rulekit.inputs.metrics import MetricRecord, MetricSeries
 from rulekit.inputs.observation import Observation
@@ -44,6 +48,28 @@ class LogObservation(BaseModel):
     lines: list[StrictStr] = Field(max_length=MAX_LINES)
 
 
+class FlightRecorderObservation(BaseModel):
+    """One rank's PyTorch flight-recorder dump, as JSON (`rulekit.inputs.flight_recorder` reads it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["flight_recorder"]
+    rank: int = Field(ge=0, le=10_000_000)
+    dump: dict[str, Any]
+    label: Optional[StrictStr] = Field(default=None, max_length=1024)
+    _observation: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _readable(self) -> "FlightRecorderObservation":
+        """Read the dump now, so a refused one is a 422 at this item (never a failure later)."""
+        label = self.label or f"flight_recorder.rank{self.rank}"
+        try:
+            self._observation = observation_from_record({"rank": self.rank, "dump": self.dump}, label)
+        except FRDumpError as e:
+            raise ValueError(f"the flight-recorder dump is refused: {e.message}") from None
+        return self
+
+
 def _kind(v: Any) -> str:
     if isinstance(v, dict):
         k = v.get("kind", "log")
@@ -52,9 +78,10 @@ def _kind(v: Any) -> str:
 
 
 ObservationItem = Annotated[
-    Union[Annotated[LogObservation, Tag("log")], Annotated[MetricRecord, Tag("metric")]],
+    Union[Annotated[LogObservation, Tag("log")], Annotated[MetricRecord, Tag("metric")],
+          Annotated[FlightRecorderObservation, Tag("flight_recorder")]],
     Discriminator(_kind, custom_error_type="unknown_kind",
-                  custom_error_message="unknown observation kind; known: log, metric"),
+                  custom_error_message="unknown observation kind; known: log, metric, flight_recorder"),
 ]
 
 
@@ -73,6 +100,8 @@ class ObservationBatch(BaseModel):
             if isinstance(o, LogObservation):
                 obs.append(Observation(source=o.source, format=o.format, node=o.node,
                                        label=o.label or f"{prefix}[{i}]", lines=o.lines))
+            elif isinstance(o, FlightRecorderObservation):
+                obs.append(o._observation)
             else:
                 series.append(o.to_series())
         series.extend(m.to_series() for m in self.metrics)
