@@ -423,3 +423,19 @@ def test_graceful_shutdown_finishes_the_request_in_flight():
             httpx.get(f"{url}/v1/health", timeout=5)
     finally:
         _stop(proc)
+
+
+def test_flight_recorder_observations_over_http(server, bundled):
+    """The flight-recorder kind: the same culprits as a job directory's fr/ dumps; a refused dump is a 422 at its item."""
+    from frgen import Fault, Sim
+
+    sim = Sim(world=16, tp=8, faults={3: Fault("hang", 4), 12: Fault("hang", 4)})
+    obs = [{"kind": "flight_recorder", "rank": r, "dump": json.loads(json.dumps(d))} for r, d in sim.dumps().items()]
+    body = {"job": {"id": "fr", "state": "FAILED", "nodes": ["node-01", "node-02"], "tasks_per_node": 8},
+            "observations": [{"source": "applog", "lines": sim.watchdog_lines()}, *obs]}
+    r = post(f"{server}/v1/attribute", body)
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["collectors"]["flight_recorder"]["culprit_ranks"] == [3, 12]
+    bad = dict(body, observations=[{"kind": "flight_recorder", "rank": 1, "dump": {"entries": "not a list"}}])
+    r = post(f"{server}/v1/attribute", bad)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][:3] == ["body", "observations", 0]
