@@ -25,6 +25,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/extraction.py --size-mb 200
 	$(PY) bench/attribute_e2e.py --size-mb 1024
+	$(PY) bench/attribute_vs_rg.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -322,14 +322,18 @@ def aer_before_gpu_fault(context):
     aer = [e for e in stream.bad_events() if e.symptom in ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL")]
     if not aer:
         return
+    aer_by_node = {}  # node -> [(event, the bus/device addresses it names)], in event order
+    for a in aer:
+        aer_by_node.setdefault(a.node, []).append((a, (_bus_dev(a.fields.get("src")), _bus_dev(a.fields.get("bdf")))))
     for x in stream.bad_events():
-        if not (x.symptom or "").startswith("XID-") or reg.info(x.symptom).outcome != "application":
+        if not (x.symptom or "").startswith("XID-") or x.node not in aer_by_node \
+                or reg.info(x.symptom).outcome != "application":
             continue
         gpu = _bus_dev(x.fields.get("pci"))
         if gpu is None:
             continue
-        for a in aer:
-            if a.node != x.node or gpu not in (_bus_dev(a.fields.get("src")), _bus_dev(a.fields.get("bdf"))):
+        for a, named in aer_by_node[x.node]:
+            if gpu not in named:
                 continue
             if a.obs_context_id == x.obs_context_id and order_key(a) > order_key(x):
                 continue

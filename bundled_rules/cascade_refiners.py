@@ -70,15 +70,18 @@ def xid79_explains_node(context):
     s = context.symptoms
     if not any(x in s for x in OFF_BUS):
         return
-    node_events = [e for e in context.event_stream.bad_events() if e.node == context.node]
+    node_events = context.event_stream.query("bad_node", node=context.node)
     offbus = sorted((e for e in node_events if e.symptom in OFF_BUS), key=order_key)
     if not offbus:
         return
     first79 = offbus[0]
+    by_symptom = {}
+    for e in node_events:
+        by_symptom.setdefault(e.symptom, []).append(e)
     for sym in s.symptoms():
         if sym in OFF_BUS or sym in BEFORE_OFF_BUS_OK:
             continue
-        evs = [e for e in node_events if e.symptom == sym]
+        evs = by_symptom.get(sym, [])
         provably_earlier = evs and all(_comparable(e, first79) and _earlier(e, first79) for e in evs)
         if not provably_earlier:
             s.demote(sym, "Xid79ExplainsNode", "downstream of Xid 79 on this node")

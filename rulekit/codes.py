@@ -5,7 +5,7 @@ its documentation (What it does / Why / Example / Fix), which `rulekit explain
 CODE` prints and the language server links as `codeDescription`.
 
 Ranges: RK0xx input and syntax, RK1xx schema, RK2xx names and references,
-RK3xx regexes and the acceleration structure, RK4xx tests, RK5xx job input.
+RK3xx regexes and the acceleration structure, RK4xx tests, RK5xx job input, RK6xx Blueprint configuration.
 Suppress a finding with a comment on the line (or the line above):
 `# rulekit: ignore[RK305]` (TOML, DSL, Python alike); several codes comma-separated.
 """
@@ -247,6 +247,22 @@ Why: pickles are code; a dump from an untrusted job must never execute anything.
 Example: `fr/nccl_trace_rank_3 at byte 2: pickle opcode STACK_GLOBAL imports a class or function`
 Fix: re-dump with PyTorch (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or convert
 the dump to JSON; name files `<prefix><rank>` so the rank is known."""),
+    # ---- RK6xx: Blueprint configuration -------------------------------------------
+    _c("RK601", "blueprint-config-syntax", "error", "A Blueprint config (or jobs) file is not valid TOML/JSON.",
+       """What it does: reports a syntax error in a `rulekit blueprint run --configs` file at the position the parser stopped.
+Why: a connector whose table does not parse cannot run.
+Example: `url = "http://127.0.0.1:9090`
+Fix: close the string, table header or array the message points at."""),
+    _c("RK602", "blueprint-config-schema", "error", "A Blueprint config table is invalid.",
+       """What it does: reports an unknown connector type, an unknown or missing key, or a value of the wrong type.
+Why: a misspelt key would otherwise be ignored and a collector would silently gather nothing.
+Example: `[[logs]] type = "lokki"`
+Fix: use a built-in type (static, slurm, kueue, local, loki, kubernetes, prometheus) or `package.module:Class`."""),
+    _c("RK603", "blueprint-config-file", "error", "A file or folder a Blueprint config names does not exist.",
+       """What it does: reports a jobs file, rule folder or config folder that is not there.
+Why: the run would attribute nothing, or with the wrong rules.
+Example: `jobs = "job.toml"` when the file is `jobs.toml`
+Fix: correct the path (relative paths are relative to the config file)."""),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}

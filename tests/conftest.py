@@ -1,12 +1,22 @@
 """Shared fixtures: the bundled engine (loaded once) and a tiny-corpus builder."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from rulekit.rules.loader import load_corpus
+# the compiled-corpus cache goes to a private folder per test session (exercised,
+# never the user's ~/.cache); set before rulekit reads it
+_CACHE = tempfile.mkdtemp(prefix="rulekit-test-cache-")
+os.environ["RULEKIT_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
+
+from rulekit.rules.loader import load_corpus  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -79,3 +79,136 @@ def test_python_dash_m_runs_the_cli():
     r = subprocess.run([sys.executable, "-m", "rulekit", "attribute", str(EXAMPLE), "--format", "json"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "hardware"
+
+
+def _copies(tmp_path, n):
+    dirs = []
+    for i in range(n):
+        d = tmp_path / f"job{i}"
+        shutil.copytree(EXAMPLE, d)
+        dirs.append(str(d))
+    return dirs
+
+
+def _bad_dir(tmp_path):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "job.toml").write_text("[job]\nstate = 12\n")
+    return str(bad)
+
+
+def test_several_dirs_name_each_result_and_one_bad_dir_loses_nothing(tmp_path):
+    good = _copies(tmp_path, 2)
+    bad = _bad_dir(tmp_path)
+    for j in ("1", "2"):
+        r = runner.invoke(app, ["attribute", good[0], bad, good[1], "-j", j])
+        assert r.exit_code == 1, r.output
+        assert r.stdout.count("HARDWARE / nvlink") == 2
+        assert f"({good[0]}): HARDWARE" in r.stdout and f"({good[1]}): HARDWARE" in r.stdout
+        assert f"error: {bad}/job.toml:1:1:" in r.stderr  # located, on stderr ...
+        assert "job.toml" not in r.stdout  # ... and only there
+        assert "Traceback" not in r.output
+
+
+def test_several_dirs_json_keeps_argument_order_with_the_failure_in_place(tmp_path):
+    good = _copies(tmp_path, 2)
+    bad = _bad_dir(tmp_path)
+    r = runner.invoke(app, ["attribute", good[0], bad, good[1], "-j", "2", "--format", "json"])
+    assert r.exit_code == 1
+    out = json.loads(r.stdout)
+    assert [o.get("outcome") for o in out] == ["hardware", None, "hardware"]
+    assert out[1]["job_dir"].endswith("/bad") and "job.toml:1:1" in out[1]["error"]
+    assert "job.toml:1:1" in r.stderr
+
+
+def test_trace_is_kept_in_the_pool(tmp_path):
+    """The pool path used to call attribute_dir without with_trace (--trace was lost)."""
+    dirs = _copies(tmp_path, 2)
+    r = runner.invoke(app, ["attribute", *dirs, "-j", "2", "--trace", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert all(o["trace"] and any(t["rule"] == "Xid149AndNvlinkFiltering" for t in o["trace"]) for o in out)
+    single = json.loads(runner.invoke(app, ["attribute", dirs[0], "--trace", "--format", "json"]).stdout)
+    assert out[0] == single
+
+
+def test_pool_results_equal_in_process_results(tmp_path):
+    dirs = _copies(tmp_path, 3) + [str(p) for p in sorted(EXAMPLE.parent.iterdir())[:4]]
+    one = runner.invoke(app, ["attribute", *dirs, "-j", "1", "--format", "json"])
+    two = runner.invoke(app, ["attribute", *dirs, "-j", "2", "--format", "json"])
+    assert one.exit_code == two.exit_code == 0
+    assert json.loads(one.stdout) == json.loads(two.stdout)
+
+
+def test_an_unreadable_log_is_a_located_error_and_the_other_results_survive(tmp_path):
+    """issue 14: `setpriv --bounding-set -dac_override,-dac_read_search rulekit attribute BAD GOOD`."""
+    import os
+    import subprocess
+    import sys
+
+    bad, good = _copies(tmp_path, 2)
+    log = Path(bad) / "syslog" / "node-02.log"
+    log.chmod(0)
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            import pytest
+
+            pytest.skip("root without setpriv cannot make a file unreadable")
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    exe = str(Path(sys.executable).parent / "rulekit")
+    for j in ("1", "2"):
+        r = subprocess.run([*prefix, exe, "attribute", bad, good, "-j", j, "--format", "json"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1, r.stderr
+        out = json.loads(r.stdout)
+        assert out[1]["outcome"] == "hardware"
+        assert "PermissionError" in out[0]["error"] and str(log) in out[0]["error"]
+        assert f"error: {bad}: PermissionError" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_executor_options_are_checked():
+    r = runner.invoke(app, ["attribute", str(EXAMPLE), str(EXAMPLE), "--executor", "ray"])
+    assert r.exit_code == 2 and "unknown executor 'ray'" in r.stderr
+    r = runner.invoke(app, ["attribute", str(EXAMPLE), "--scheduler", "tcp://127.0.0.1:8786"])
+    assert r.exit_code == 2 and "--scheduler needs --executor dask" in r.stderr
+
+
+def test_dask_executor_from_the_cli_matches_local_and_leaves_no_cluster(tmp_path):
+    import multiprocessing
+
+    dirs = _copies(tmp_path, 2) + [_bad_dir(tmp_path)]
+    local = runner.invoke(app, ["attribute", *dirs, "-j", "2", "--format", "json"])
+    dask = runner.invoke(app, ["attribute", *dirs, "--executor", "dask", "-j", "2", "--format", "json"])
+    assert local.exit_code == dask.exit_code == 1, dask.output
+    assert json.loads(dask.stdout) == json.loads(local.stdout)
+    assert "job.toml:1:1" in dask.stderr
+    assert multiprocessing.active_children() == []
+
+
+def test_a_progress_bar_counts_jobs_when_stderr_is_a_terminal(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    dirs = _copies(tmp_path, 3)
+    master, slave = pty.openpty()
+    exe = str(Path(sys.executable).parent / "rulekit")
+    proc = subprocess.Popen([exe, "attribute", *dirs, "-j", "2", "--format", "json"], stdout=subprocess.PIPE,
+                            stderr=slave, text=True, env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert len(json.loads(out)) == 3  # stdout stays clean JSON
+    assert b"attributing" in seen and b"3/3" in seen

@@ -31,7 +31,11 @@ def test_schema_and_lookup_tables_shared_from_the_engine():
     assert [r[0] for r in m.conn.execute("SELECT name FROM rules ORDER BY id")] == ["RuleA", "RuleB"]
     cols = [r[1] for r in m.conn.execute("PRAGMA table_info(events)")]
     assert cols == ["id", "context_id", "event_type", "source_rule", "obs_context_id", "timestamp", "line_num",
-                    "source_datum", "resources", "payload"]
+                    "source_datum", "resources", "symptom", "rank", "payload"]
+    # what attribution selects on is indexed; the payload holds only the rest
+    indexed = {r[2] for ix in m.conn.execute("PRAGMA index_list(events)")
+               for r in m.conn.execute(f"PRAGMA index_info({ix[1]})")}
+    assert {"context_id", "event_type", "symptom", "resources"} <= indexed
     ctx = m.context("job-1")
     oc = m.observation_context(ctx, "syslog", "text", "2026-01-01T00:00:00", None, "syslog/n1.log")
     m.add(ctx, BAD, "RuleA", oc, None, 3, "x", "n1", {"node": "n1", "symptom": "S"})

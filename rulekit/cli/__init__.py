@@ -13,6 +13,7 @@ from rulekit.cli import lint as _lint  # noqa: F401,E402
 from rulekit.cli import fmt as _fmt  # noqa: F401,E402
 from rulekit.cli import convert as _convert  # noqa: F401,E402
 from rulekit.cli import lsp as _lsp  # noqa: F401,E402
+from rulekit.cli import blueprint as _blueprint  # noqa: F401,E402
 
 
 def main() -> None:

@@ -1,17 +1,19 @@
 """`rulekit attribute JOB_DIR...`: the on-call engineer's command.
 
-Loads the corpus once, attributes each job directory (in a process pool when
-there are several), and renders the result: readable text by default, the JSON
-contract with `--format json`.  Exit 0 when attribution ran (whatever the
-outcome), 2 with a clear message on bad input or an invalid corpus.
+Loads the corpus once and attributes each job directory through one
+`rulekit.engine.jobrun.attribute_dir`: one directory here, in this process;
+several on an executor (`--executor local`, a process pool, or `dask`, see
+docs/batch.md), with a progress bar on a terminal.  Renders readable text by
+default (each result headed by its directory when there are several), the
+JSON contract with `--format json` (a list, in argument order).  Exit 0 when
+every job was attributed (whatever the outcome); 2 on bad usage, an invalid
+corpus, or when the one job given cannot be read; 1 when some of several jobs
+failed (their errors on stderr, the other results printed).
 """
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,8 +22,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from rulekit.cli.app import app
+from rulekit.cli.batch import EXECUTOR_HELP, JOBS_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor, echo_failure, run_batch
 from rulekit.cli.render import print_diagnostics
-from rulekit.diagnostics import RulekitError, Severity
+from rulekit.diagnostics import Severity
+from rulekit.executors import CorpusSpec, Job
+from rulekit.executors.base import run_job
 from rulekit.rules.loader import load_corpus
 
 PROGRESS_MIN_BYTES = 32 << 20
@@ -35,42 +40,28 @@ def _load(rules: list[Path] | None):
     return res.engine
 
 
-_worker_engine = None
+class _BytesBar:
+    """attribute_dir's progress for one big job on a terminal: a bytes bar, started on `begin`."""
 
+    def __init__(self, label: str) -> None:
+        self.label, self.bar, self.task = label, None, None
 
-def _init_worker(rules: list[str] | None) -> None:
-    global _worker_engine
-    _worker_engine = load_corpus([Path(r) for r in rules] if rules else None).engine
+    def begin(self, total: int) -> None:
+        if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
+            self.bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                                TransferSpeedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+            self.bar.start()
+            self.task = self.bar.add_task(f"extracting {self.label}", total=total)
 
-def _attribute_pool(engine, rules: list[Path] | None, job_dirs: list[Path], workers: int) -> list[dict[str, Any]]:
-    """Attribute many job directories in worker processes.  Where processes fork, the
-    corpus and its acceleration structure are built once, here, and inherited;
-    elsewhere each worker loads the corpus once."""
-    global _worker_engine
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:
-        ctx = None
-    if ctx is not None:
-        for source, fmt in (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm")):
-            engine.scan_plan(source, fmt)  # build the shared scanner before forking
-        _worker_engine = engine
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
-    else:
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
-                                   initargs=([str(r) for r in rules] if rules else None,))
-    with pool:
-        return list(pool.map(_attribute_one, [str(d) for d in job_dirs]))
+    def __call__(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task, n)
 
-
-def _attribute_one(job_dir: str) -> dict[str, Any]:
-    from rulekit.engine.jobrun import attribute_dir
-
-    try:
-        return attribute_dir(_worker_engine, job_dir)
-    except RulekitError as e:
-        return {"job_dir": job_dir, "error": str(e)}
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
 
 @app.command()
@@ -78,63 +69,52 @@ def attribute(
     job_dirs: list[Path] = typer.Argument(..., help="Job directories (job.toml, applog/, syslog/, observations.jsonl)."),
     rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: the bundled rules."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json"),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Worker processes for many job directories (0: one per core)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help=JOBS_HELP),
     explain: bool = typer.Option(False, "--trace", help="Include the phase-by-phase trace (json) / print it (text)."),
+    executor: str = typer.Option("local", "--executor", "-e", help=EXECUTOR_HELP),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
 ) -> None:
     """Attribute job directories: outcome, root cause, bad nodes and the evidence trail."""
     if fmt not in ("text", "json"):
         typer.echo(f"error: unknown format {fmt!r}; use text or json", err=True)
         raise typer.Exit(2)
-    for d in job_dirs:
-        if not d.is_dir():
-            typer.echo(f"error: {d}: not a job directory (no such folder)", err=True)
-            raise typer.Exit(2)
-    results: list[dict[str, Any]] = []
-    workers = jobs or os.cpu_count() or 1
+    check_executor(executor, scheduler)
+    if len(job_dirs) == 1 and not job_dirs[0].is_dir():
+        typer.echo(f"error: {job_dirs[0]}: not a job directory (no such folder)", err=True)
+        raise typer.Exit(2)
     engine = _load(rules)
-    if len(job_dirs) > 1 and workers > 1:
-        results = _attribute_pool(engine, rules, job_dirs, min(workers, len(job_dirs)))
+    batch = [Job.of(d) for d in job_dirs]
+    shown = {job: str(d) for job, d in zip(batch, job_dirs)}
+    if len(batch) == 1 and executor == "local":
+        bar = _BytesBar(job_dirs[0].name)
+        try:
+            outcome = run_job(engine, batch[0], explain, timeout or None, progress=bar)
+        finally:
+            bar.close()
+        if not outcome.ok:
+            echo_failure(outcome, shown[batch[0]])
+        outcomes = {batch[0]: outcome}
     else:
-        for d in job_dirs:
-            results.append(_attribute_in_process(engine, d, explain))
-    failed = [r for r in results if "error" in r]
+        outcomes = run_batch(executor, CorpusSpec.of(rules), batch, shown, engine=engine, scheduler=scheduler,
+                             workers=jobs or None, timeout=timeout or None, with_trace=explain)
+    ordered = [outcomes[job] for job in batch]
+    results = [o.as_dict() for o in ordered]
     if fmt == "json":
         out = results[0] if len(results) == 1 else results
         typer.echo(json.dumps(out, indent=2, default=str))
     else:
         console = Console(highlight=False, soft_wrap=True)
-        for i, r in enumerate(results):
-            if i:
-                console.print()
-            render_text(console, r, explain)
+        printed = 0
+        for job, o in zip(batch, ordered):
+            if o.ok:  # a failure was reported once, on stderr
+                if printed:
+                    console.print()
+                render_text(console, o.result, explain, shown[job] if len(batch) > 1 else None)
+                printed += 1
+    failed = sum(1 for o in ordered if not o.ok)
     if failed:
-        raise typer.Exit(2)
-
-
-def _attribute_in_process(engine, job_dir: Path, with_trace: bool) -> dict[str, Any]:
-    from rulekit.inputs.jobdir import read_job_dir
-    from rulekit.engine.session import Session
-
-    try:
-        jd = read_job_dir(job_dir)
-    except RulekitError as e:  # rendered once, by render_text / the JSON output
-        return {"job_dir": str(job_dir), "error": str(e)}
-    total = jd.total_bytes()
-    with Session(engine, jd.job) as s:
-        if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
-            with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                          TransferSpeedColumn(), TimeRemainingColumn(), console=Console(stderr=True)) as bar:
-                task = bar.add_task(f"extracting {job_dir.name}", total=total)
-                s.ingest_batch(jd.observations, progress=lambda n: bar.advance(task, n))
-        else:
-            s.ingest_batch(jd.observations)
-        s.ingest_metrics(jd.metrics)
-        result = s.attribute(with_trace=with_trace)
-    if jd.notes:
-        result["notes"] = [d.to_dict() for d in jd.notes]
-    return result
+        raise typer.Exit(2 if len(batch) == 1 else 1)
 
 
 _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "application": "bold yellow",
@@ -142,13 +122,15 @@ _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "applicatio
                   "success": "bold green", "unknown": "bold white"}
 
 
-def render_text(console: Console, r: dict[str, Any], with_trace: bool = False) -> None:
+def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, job_dir: str | None = None) -> None:
+    """One result as text; `job_dir` (several jobs) names the folder in the heading."""
     if "error" in r:
         console.print(f"[bold red]{escape(r.get('job_dir', '?'))}: {escape(r['error'])}[/]")
         return
     style = _OUTCOME_STYLE.get(r["outcome"], "bold")
     amb = "  [yellow](ambiguous)[/]" if r.get("ambiguous") else ""
-    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}{amb}")
+    where = f" ({escape(job_dir)})" if job_dir else ""
+    console.print(f"Job [bold]{escape(str(r['job_id']))}[/]{where}: [{style}]{r['outcome'].upper()}[/] / {escape(r['sub_domain'])}{amb}")
     root = r.get("root_cause")
     if root:
         console.print(f"Root cause: [bold]{escape(root['symptom'])}[/] on [bold]{escape(str(root['node']))}[/]"

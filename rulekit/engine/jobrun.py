@@ -1,8 +1,9 @@
 """Attribute one job directory: read it (`rulekit.inputs.jobdir`), run a
 `Session` over its observations, and attach the reader's notes to the result.
 
-The one place that turns a folder into a result; the CLI, the test runner and
-batch executors call it.  Raises RulekitError on bad input; prints nothing.
+The one place that turns a folder into a result; the CLI (in process and in
+every executor), the test runner and the batch executors call it.  Raises
+RulekitError on bad input (OSError when a file cannot be read); prints nothing.
 """
 from __future__ import annotations
 
@@ -15,8 +16,15 @@ from rulekit.inputs.jobdir import read_job_dir
 
 def attribute_dir(engine: Any, job_dir: str | Path, progress: Callable[[int], None] | None = None,
                   with_trace: bool = False) -> dict[str, Any]:
-    """Read and attribute one job directory with a built engine (raises RulekitError on bad input)."""
+    """Read and attribute one job directory with a built engine (raises RulekitError on bad input).
+
+    progress(n) is called with the bytes extracted as they go; when it also has a
+    `begin(total)` method, that is called first with the job's total bytes (a
+    progress bar needs the total before the first advance)."""
     jd = read_job_dir(job_dir)
+    begin = getattr(progress, "begin", None)
+    if begin is not None:
+        begin(jd.total_bytes())
     with Session(engine, jd.job) as s:
         s.ingest_batch(jd.observations, progress)
         s.ingest_metrics(jd.metrics)

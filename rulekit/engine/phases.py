@@ -21,7 +21,7 @@ from typing import Any, Callable
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import line_context
+from rulekit.extract.linectx import host_of, rank_of, timestamp_of
 from rulekit.rules.model import (
     EMIT_TYPES,
     AccumulatorRule,
@@ -95,19 +95,34 @@ class AttributionState:
         try:
             return fn()
         except Exception as e:  # a rule's bug: report it, keep attributing
-            tb = traceback.extract_tb(e.__traceback__)
-            where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-            self.errors.append({"rule": name, "error": f"{type(e).__name__}: {e}", "where": where})
+            self.errors.append(rule_error(name, e))
             return None
+
+
+def rule_error(rule: str, e: BaseException) -> dict[str, str]:
+    """A rule's exception as a `rule_errors` entry of the result."""
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    return {"rule": rule, "error": f"{type(e).__name__}: {e}", "where": where}
 
 
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-class ExtractionPhase:
-    """Runs extractors and accumulators over one observation; returns events added."""
+REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
 
-    def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo):
+
+class ExtractionPhase:
+    """Runs extractors and accumulators over one observation; returns events added.
+
+    Bounded memory: the same evidence — one extractor, event type, symptom, node
+    and captured values (whatever the rank prefix, timestamp or line) — is
+    stored as events up to `repeat_cap` times per job; beyond that each
+    observation's repeats are aggregated into one `event_repeats` row (count,
+    first and last line, last timestamp) instead of being held."""
+
+    def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
+                 repeat_cap: int = REPEAT_CAP):
         self.engine = engine
         self.manager = manager
         self.context_id = context_id
@@ -115,27 +130,35 @@ class ExtractionPhase:
         self.year = job.start.year if job.start else None
         self.node_set = set(job.nodes)
         self.added = 0
+        self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
+        self.repeat_cap = repeat_cap
+        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
+        self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
-        ctx = line_context(line, self.year)
+        """The line's node and what the line says of itself (rank, uptime, "_ts");
+        the printing host is read only when the node is not declared."""
+        ts, uptime = timestamp_of(line, self.year)
+        rank = rank_of(line)
         extra: dict[str, Any] = {}
-        if ctx.rank is not None:
-            extra["rank"] = ctx.rank
-        if ctx.uptime is not None:
-            extra["uptime"] = ctx.uptime
-        if ctx.timestamp is not None:
-            extra["_ts"] = ctx.timestamp
+        if rank is not None:
+            extra["rank"] = rank
+        if uptime is not None:
+            extra["uptime"] = uptime
+        if ts is not None:
+            extra["_ts"] = ts
         if obs.node:
             extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
             return obs.node, extra
         if obs.source == "scheduler":
             return None, extra  # the record's own lines: only the node JobInfo names
-        if ctx.host:
-            host = self.engine.config.canonical_node(ctx.host)
+        host_name = host_of(line)
+        if host_name:
+            host = self.engine.config.canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
                 return host, extra
-        if ctx.rank is not None:
-            node = self.job.rank_to_node(ctx.rank)
+        if rank is not None:
+            node = self.job.rank_to_node(rank)
             if node:
                 return node, extra
         if len(self.job.nodes) == 1:
@@ -170,6 +193,10 @@ class ExtractionPhase:
                 progress(len(chunk))
         for acc in active:
             acc.finish(self)
+        if self._repeats:
+            self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
+                                      for (oc_, (rule, etype, sym, node, _caps)), agg in self._repeats.items()])
+            self._repeats.clear()
         self.manager.flush()
         return self.added - before
 
@@ -189,8 +216,20 @@ class ExtractionPhase:
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
+        etype = EMIT_TYPES[emit.type].value
+        key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
+        kept = self._kept.get(key, 0)
+        if kept >= self.repeat_cap:
+            agg = self._repeats.get((oc, key))
+            if agg is None:
+                self._repeats[(oc, key)] = [1, line_num, line_num, ts]
+            else:
+                agg[0] += 1
+                agg[2], agg[3] = line_num, ts or agg[3]
+            return
+        self._kept[key] = kept + 1
         payload = {"node": node, "symptom": symptom, "fields": fields}
-        self.manager.add(self.context_id, EMIT_TYPES[emit.type].value, rule.name, oc, ts, line_num, line, node, payload)
+        self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
         self.added += 1
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
@@ -200,7 +239,8 @@ class ExtractionPhase:
         acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
         try:
             acc.instance = rule.factory(ctx, line, caps)
-        except Exception:
+        except Exception as e:  # the rule's bug: reported, the line is skipped
+            self.errors.append(rule_error(rule.name, e))
             return None
         return acc
 
@@ -253,7 +293,8 @@ class _ActiveAccumulator:
             keep = False
             try:
                 keep = bool(self.instance.feed(line))
-            except Exception:
+            except Exception as e:  # reported; the accumulator stops and is finalized
+                phase.errors.append(rule_error(self.rule.name, e))
                 keep = False
             if not keep or self.fed >= self.rule.max_lines:
                 self.finish(phase)
@@ -265,7 +306,8 @@ class _ActiveAccumulator:
         self.done = True
         try:
             specs = list(self.instance.finalize() or [])
-        except Exception:
+        except Exception as e:  # reported; the accumulator emits nothing
+            phase.errors.append(rule_error(self.rule.name, e))
             specs = []
         for spec in specs:
             fields = dict(spec.fields)

@@ -18,6 +18,7 @@ from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
 from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import (
+    REPEAT_CAP,
     AttributionState,
     CollectionPhase,
     ExtractionPhase,
@@ -26,19 +27,22 @@ from rulekit.engine.phases import (
     ReportPhase,
 )
 from rulekit.engine.store import EventManager, TraceEntry
+from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
+# the event types the report's evidence lists (`EventStream.node_events`)
+EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, EventType.BAD_PEERS.value)
 
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None):
+                 context: str | None = None, repeat_cap: int = REPEAT_CAP):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
         self.manager = manager or EventManager(engine.rule_names())
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
-        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job)
+        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []
@@ -86,11 +90,15 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         state = AttributionState(self.engine, self.job, stream, trace)
+        state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
         partial = ReportPhase().apply(state)
         CollectionPhase().apply(state, partial)
         result = ReportPhase().apply(state)
+        aggregated = self.manager.repeats(self.context_id, EVIDENCE_TYPES)
+        if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
+            result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated
         self.trace = trace
         if with_trace:
             result["trace"] = [t.to_dict() for t in trace]

@@ -2,10 +2,18 @@
 
 Small lookup tables (`contexts`, `event_types`, `rules`, `obs_sources`,
 `obs_formats`, `observation_contexts`) map strings to integer ids; `events` is
-the only table that grows per job.  `EventManager` owns the connection, buffers
-inserts, spills an in-memory database to a private file when it grows large,
-and checkpoints / restores one context's events around attribution.
-`EventStream` is the per-job interface filters, refiners and collectors use.
+the only table that grows per job.  What attribution selects on is a real,
+indexed column — event type, symptom, node (`resources`), rank, timestamp —
+and `payload` (JSON) holds only the rest (fields, provenance, history).
+`EventManager` owns the connection, buffers inserts, spills an in-memory
+database to a private file when it grows large, and checkpoints / restores one
+context's events around attribution (in a main-database table, so a spill
+carries them along).  `EventStream` is the per-job interface filters, refiners
+and collectors use: it decodes the job's events once, on first read, into a
+working set indexed by type and symptom, answers every query from it, and
+writes its changes through to SQLite in one batch whenever the manager reads
+or snapshots the store (`flush()`), so the store stays the truth that
+checkpoint/restore and later readers see.
 Knows nothing about rules beyond their names.
 """
 from __future__ import annotations
@@ -15,6 +23,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -33,7 +42,7 @@ CREATE TABLE IF NOT EXISTS observation_contexts(
     format_id INTEGER NOT NULL REFERENCES obs_formats(id),
     t_start TEXT, t_end TEXT, label TEXT);
 CREATE TABLE IF NOT EXISTS events(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: a restored checkpoint keeps its ids
     context_id INTEGER NOT NULL REFERENCES contexts(id),
     event_type INTEGER NOT NULL REFERENCES event_types(id),
     source_rule INTEGER REFERENCES rules(id),
@@ -42,14 +51,39 @@ CREATE TABLE IF NOT EXISTS events(
     line_num INTEGER,
     source_datum TEXT,
     resources TEXT,
+    symptom TEXT,
+    rank INTEGER,
     payload TEXT);
-CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type);
+CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom);
+CREATE INDEX IF NOT EXISTS events_by_node ON events(context_id, resources);
+CREATE TABLE IF NOT EXISTS event_repeats(
+    id INTEGER PRIMARY KEY,
+    context_id INTEGER NOT NULL REFERENCES contexts(id),
+    obs_context_id INTEGER REFERENCES observation_contexts(id),
+    source_rule INTEGER REFERENCES rules(id),
+    event_type INTEGER NOT NULL REFERENCES event_types(id),
+    symptom TEXT,
+    resources TEXT,
+    count INTEGER NOT NULL,
+    first_line INTEGER,
+    last_line INTEGER,
+    last_timestamp TEXT);
+CREATE TABLE IF NOT EXISTS checkpoints(context_id INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS checkpoint_events AS SELECT * FROM events WHERE 0;
+CREATE INDEX IF NOT EXISTS checkpoint_events_by_context ON checkpoint_events(context_id);
 """
 
+_COLUMNS = ("context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, "
+            "symptom, rank, payload")
+_INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+_COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own columns
+
+_BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
 MAX_DATUM = 4096  # characters of the source line kept on an event
+SPILL_BYTES = 32 << 20  # an in-memory database larger than this moves to a private file
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     id: int
     event_type: str
@@ -71,11 +105,11 @@ class Event:
 
     @property
     def is_bad(self) -> bool:
-        return self.event_type == EventType.BAD_NODE.value
+        return self.event_type == _BAD
 
     @property
     def is_interesting(self) -> bool:
-        return self.event_type == EventType.INTERESTING_NODE.value
+        return self.event_type == _INTERESTING
 
     def to_evidence(self) -> dict[str, Any]:
         return {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
@@ -104,7 +138,7 @@ class EventManager:
     """Owns the SQLite connection shared by every job context in one process."""
 
     def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = 2000,
-                 spill_threshold: int = 250_000):
+                 spill_threshold: int = 250_000, spill_bytes: int = SPILL_BYTES):
         self.path = path
         self._private_dir: str | None = None
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
@@ -112,9 +146,12 @@ class EventManager:
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
         self._buffer: list[tuple] = []
         self.buffer_size = buffer_size
-        self.spill_threshold = spill_threshold
+        self.spill_threshold = spill_threshold  # rows, or
+        self.spill_bytes = spill_bytes  # bytes of database pages
         self._rows_in_memory = 0
         self._closed = False
+        self.streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()  # holding a working set
+        self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
         self.conn.execute("BEGIN")
         for et in EventType:
             self.lookup("event_types", et.value)
@@ -159,33 +196,78 @@ class EventManager:
     # ---- inserts ----
     def add(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None, timestamp: str | None,
             line_num: int | None, datum: str | None, node: str | None, payload: dict[str, Any]) -> None:
-        """Buffer one event (extraction path: write-only, flushed in batches)."""
-        self._buffer.append((context_id, self.lookup("event_types", event_type),
-                             self.lookup("rules", rule) if rule else None, obs_context_id, timestamp, line_num,
-                             _clip(datum), node, json.dumps(payload, sort_keys=True, default=str)))
+        """Buffer one event (extraction path: write-only, flushed in batches).  `payload`
+        may carry "node" and "symptom" (stored in their own columns) and "fields"
+        (its "rank" is also stored in the rank column)."""
+        self._buffer.append(self.row(context_id, event_type, rule, obs_context_id, timestamp, line_num, datum, node,
+                                     payload))
         if len(self._buffer) >= self.buffer_size:
             self.flush()
 
+    def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
+            timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
+            payload: dict[str, Any]) -> tuple:
+        """The events-table row (in `_COLUMNS` order) for one event."""
+        fields = payload.get("fields")
+        rank = fields.get("rank") if fields else None
+        return (context_id, self.lookup("event_types", event_type), self.lookup("rules", rule) if rule else None,
+                obs_context_id, timestamp, line_num, _clip(datum), node, payload.get("symptom"),
+                rank if isinstance(rank, int) and not isinstance(rank, bool) else None, encode_payload(payload))
+
     def insert_now(self, row: tuple) -> int:
         self.flush()
-        cur = self.conn.execute(
-            "INSERT INTO events(context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, payload) "
-            "VALUES (?,?,?,?,?,?,?,?,?)", row)
+        cur = self.conn.execute(_INSERT, row)
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
+    def execute_many(self, sql: str, rows: list[tuple]) -> None:
+        """Run one statement over many rows in one transaction (attribution's changes)."""
+        if not rows:
+            return
+        self.conn.execute("BEGIN")
+        try:
+            self.conn.executemany(sql, rows)
+        finally:
+            self.conn.execute("COMMIT")
+
     def flush(self) -> None:
+        """Make the store current: buffered inserts, and the changes streams hold."""
+        for s in list(self.pending):
+            s.write_through()
         if not self._buffer:
             return
         rows, self._buffer = self._buffer, []
         self.conn.execute("BEGIN")
-        self.conn.executemany(
-            "INSERT INTO events(context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, payload) "
-            "VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        self.conn.executemany(_INSERT, rows)
         self.conn.execute("COMMIT")
         if self.path is None and self._private_dir is None:
             self._rows_in_memory += len(rows)
-            if self._rows_in_memory > self.spill_threshold:
+            if self._rows_in_memory > self.spill_threshold or self._db_bytes() > self.spill_bytes:
                 self._spill()
+
+    def _db_bytes(self) -> int:
+        count = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(count) * int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def add_repeats(self, rows: list[tuple]) -> None:
+        """Record evidence aggregated beyond the per-key cap: rows of (context_id,
+        obs_context_id, rule, event_type, symptom, node, count, first_line,
+        last_line, last_timestamp)."""
+        self.execute_many(
+            "INSERT INTO event_repeats(context_id, obs_context_id, source_rule, event_type, symptom, resources, count, "
+            "first_line, last_line, last_timestamp) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [(c, oc, self.lookup("rules", r) if r else None, self.lookup("event_types", t), *rest)
+             for c, oc, r, t, *rest in rows])
+
+    def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
+        """How many events of a context (of these types) were aggregated rather than stored."""
+        sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]
+        if event_types is not None:
+            sql += (" JOIN event_types t ON t.id = r.event_type WHERE r.context_id = ? "
+                    f"AND t.name IN ({','.join('?' * len(event_types))})")
+            args += list(event_types)
+        else:
+            sql += " WHERE r.context_id = ?"
+        return int(self.conn.execute(sql, args).fetchone()[0] or 0)
 
     def _spill(self) -> None:
         """Move the in-memory database to a private file (mode 0700 folder)."""
@@ -195,6 +277,9 @@ class EventManager:
                                  check_same_thread=False)
         self.conn.backup(target)
         self.conn.close()
+        # a private scratch file: no durability wanted, and no fsync per batch
+        target.execute("PRAGMA synchronous = OFF")
+        target.execute("PRAGMA journal_mode = MEMORY")
         self.conn = target
 
     @property
@@ -203,23 +288,29 @@ class EventManager:
 
     # ---- checkpoints ----
     def checkpoint(self, context_id: int) -> None:
+        """Snapshot one context's events (kept in the main database: a spill to a
+        file copies it along; temp tables would be lost)."""
         self.flush()
-        t = f"ckpt_{context_id}"
         self.conn.execute("BEGIN")
-        self.conn.execute(f"DROP TABLE IF EXISTS temp.{t}")
-        self.conn.execute(f"CREATE TEMP TABLE {t} AS SELECT * FROM events WHERE context_id = ?", (context_id,))
+        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+        self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
+        self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
 
     def restore(self, context_id: int) -> None:
-        t = f"ckpt_{context_id}"
-        exists = self.conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (t,)).fetchone()
+        """Put back the context's snapshot (if any) and drop it."""
+        exists = self.conn.execute("SELECT 1 FROM checkpoints WHERE context_id = ?", (context_id,)).fetchone()
         if not exists:
             return
         self.flush()
+        for s in list(self.streams):  # their working sets describe the state being undone
+            if s.context_id == context_id:
+                s.forget()
         self.conn.execute("BEGIN")
         self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
-        self.conn.execute(f"INSERT INTO events SELECT * FROM temp.{t}")
-        self.conn.execute(f"DROP TABLE temp.{t}")
+        self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
+        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+        self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
 
     def count(self, context_id: int | None = None) -> int:
@@ -243,6 +334,7 @@ class EventManager:
                 self.flush()
             else:
                 self._buffer.clear()
+                self.pending.clear()
             self.conn.close()
         finally:
             if self._private_dir:
@@ -256,6 +348,14 @@ class EventManager:
             pass
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps(**options) builds one per call
+
+
+def encode_payload(payload: dict[str, Any]) -> str:
+    """The payload column: everything but the keys stored in their own columns."""
+    return _ENCODER.encode({k: v for k, v in payload.items() if k not in _COLUMN_KEYS})
+
+
 def _clip(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_DATUM:
         return text
@@ -263,18 +363,101 @@ def _clip(text: str | None) -> str | None:
 
 
 _SELECT = ("SELECT e.id, et.name, r.name, e.resources, e.timestamp, e.line_num, e.source_datum, e.payload, "
-           "s.name, f.name, oc.label, e.obs_context_id FROM events e JOIN event_types et ON et.id = e.event_type "
+           "s.name, f.name, oc.label, e.obs_context_id, e.symptom FROM events e "
+           "JOIN event_types et ON et.id = e.event_type "
            "LEFT JOIN rules r ON r.id = e.source_rule LEFT JOIN observation_contexts oc ON oc.id = e.obs_context_id "
            "LEFT JOIN obs_sources s ON s.id = oc.source_id LEFT JOIN obs_formats f ON f.id = oc.format_id "
            "WHERE e.context_id = ?")
+
+
+def _decode(row: tuple) -> Event:
+    payload = json.loads(row[7]) if row[7] else {}
+    payload["node"] = row[3]
+    payload["symptom"] = row[12]
+    return Event(id=row[0], event_type=row[1], rule=row[2], node=row[3], symptom=row[12], timestamp=row[4],
+                 line_num=row[5], datum=row[6], source=row[8], format=row[9], label=row[10], payload=payload,
+                 obs_context_id=row[11])
 
 
 class ReadOnlyStreamError(RuntimeError):
     pass
 
 
+class _WorkingSet:
+    """One context's events, decoded once: by id (id order), by type and by symptom.
+
+    Every table is in id order (new events get larger ids) except where a retype
+    or a symptom change appended to one; that one is re-sorted on its next read.
+    A node never changes, so the node table never needs it."""
+
+    def __init__(self, events: Iterable[Event]):
+        self.by_id: dict[int, Event] = {}
+        self.by_type: dict[str, dict[int, Event]] = {}
+        self.by_symptom: dict[str | None, dict[int, Event]] = {}
+        self.by_node: dict[str | None, dict[int, Event]] = {}
+        self._unsorted: set[str] = set()
+        self._unsorted_symptoms: set[str | None] = set()
+        self.dirty: dict[int, Event] = {}  # changed since the last write-through
+        self.deleted: list[int] = []
+        for e in events:
+            self.put(e)
+
+    def put(self, e: Event) -> None:
+        self.by_id[e.id] = e
+        self.by_type.setdefault(e.event_type, {})[e.id] = e
+        self.by_symptom.setdefault(e.symptom, {})[e.id] = e
+        self.by_node.setdefault(e.node, {})[e.id] = e
+
+    def remove(self, e: Event) -> None:
+        del self.by_id[e.id]
+        self.by_type[e.event_type].pop(e.id, None)
+        self.by_symptom[e.symptom].pop(e.id, None)
+        self.by_node[e.node].pop(e.id, None)
+        self.dirty.pop(e.id, None)
+        self.deleted.append(e.id)
+
+    def retype(self, e: Event, to: str) -> None:
+        self.by_type[e.event_type].pop(e.id, None)
+        e.event_type = to
+        self.by_type.setdefault(to, {})[e.id] = e
+        self._unsorted.add(to)
+        self.dirty[e.id] = e
+
+    def resymptom(self, e: Event, symptom: str) -> None:
+        self.by_symptom[e.symptom].pop(e.id, None)
+        e.symptom = symptom
+        self.by_symptom.setdefault(symptom, {})[e.id] = e
+        self._unsorted_symptoms.add(symptom)
+        self.dirty[e.id] = e
+
+    def of_symptom(self, symptom: str) -> dict[int, Event]:
+        d = self.by_symptom.get(symptom)
+        if d is None:
+            return {}
+        if symptom in self._unsorted_symptoms:
+            self._unsorted_symptoms.discard(symptom)
+            d = self.by_symptom[symptom] = dict(sorted(d.items()))
+        return d
+
+    def of_type(self, t: str) -> dict[int, Event]:
+        d = self.by_type.get(t)
+        if d is None:
+            return {}
+        if t in self._unsorted:
+            self._unsorted.discard(t)
+            d = self.by_type[t] = dict(sorted(d.items()))
+        return d
+
+
+def _type_name(t: str | EventType) -> str:
+    return EMIT_TYPES[t].value if t in EMIT_TYPES else (t.value if isinstance(t, EventType) else t)
+
+
 class EventStream:
-    """One job's events: query, add, demote (bad -> interesting), promote, discard."""
+    """One job's events: query, add, demote (bad -> interesting), promote, discard.
+
+    Queries return the working set's own Event objects (id order); change them
+    only through the stream."""
 
     def __init__(self, manager: EventManager, context_id: int, phase: str = "", trace: list[TraceEntry] | None = None):
         self.manager = manager
@@ -282,43 +465,75 @@ class EventStream:
         self.phase = phase
         self.trace: list[TraceEntry] = trace if trace is not None else []
         self.read_only = False
+        self._ws: _WorkingSet | None = None
+
+    def _set(self) -> _WorkingSet:
+        if self._ws is None:
+            self.manager.flush()
+            rows = self.manager.conn.execute(_SELECT + " ORDER BY e.id", (self.context_id,))
+            self._ws = _WorkingSet(_decode(r) for r in rows)
+            self.manager.streams.add(self)
+        return self._ws
+
+    def forget(self) -> None:
+        """Drop the working set (after a restore); the next read decodes the store again."""
+        self._ws = None
+        self.manager.streams.discard(self)
+        self.manager.pending.discard(self)
+
+    def write_through(self) -> None:
+        """Write the working set's changes to SQLite in one batch (each changed event
+        once).  The manager calls it before it reads or snapshots the store."""
+        ws = self._ws
+        if ws is None or not (ws.dirty or ws.deleted):
+            return
+        dirty, deleted = ws.dirty, ws.deleted
+        ws.dirty, ws.deleted = {}, []
+        self.manager.pending.discard(self)
+        m = self.manager
+        m.execute_many("DELETE FROM events WHERE id = ? AND context_id = ?", [(i, self.context_id) for i in deleted])
+        m.execute_many("UPDATE events SET event_type = ?, symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
+                       [(m.lookup("event_types", e.event_type), e.symptom, encode_payload(e.payload), e.id,
+                         self.context_id) for e in dirty.values()])
 
     # ---- reading ----
     def query(self, event_type: str | EventType | Sequence[str] | None = None, symptom: str | None = None,
               prefix: str | Sequence[str] | None = None, node: str | None = None, rule: str | None = None) -> list[Event]:
-        self.manager.flush()
-        sql = _SELECT
-        args: list[Any] = [self.context_id]
-        if event_type is not None:
-            types_ = [event_type] if isinstance(event_type, (str, EventType)) else list(event_type)
-            names = [EMIT_TYPES[t].value if t in EMIT_TYPES else (t.value if isinstance(t, EventType) else t) for t in types_]
-            sql += f" AND et.name IN ({','.join('?' * len(names))})"
-            args.extend(names)
-        if node is not None:
-            sql += " AND e.resources = ?"
-            args.append(node)
-        if rule is not None:
-            sql += " AND r.name = ?"
-            args.append(rule)
-        sql += " ORDER BY e.id"
-        out = [self._event(row) for row in self.manager.conn.execute(sql, args)]
-        if symptom is not None:
-            out = [e for e in out if e.symptom == symptom]
-        if prefix is not None:
-            pre = (prefix,) if isinstance(prefix, str) else tuple(prefix)
-            out = [e for e in out if e.symptom and e.symptom.startswith(pre)]
+        ws = self._set()
+        if event_type is None:
+            types = None
+        elif isinstance(event_type, (str, EventType)):
+            types = (_type_name(event_type),)
+        else:
+            types = tuple(dict.fromkeys(_type_name(t) for t in event_type))
+        if symptom is not None or node is not None:  # the smaller index (each is in id order)
+            a = ws.of_symptom(symptom) if symptom is not None else None
+            b = ws.by_node.get(node, {}) if node is not None else None
+            pick = a if b is None or (a is not None and len(a) <= len(b)) else b
+            pool: Iterable[Event] = pick.values()
+        elif types is not None and len(types) == 1:
+            pool = ws.of_type(types[0]).values()
+            types = None
+        else:
+            pool = ws.by_id.values()
+        pre = None if prefix is None else ((prefix,) if isinstance(prefix, str) else tuple(prefix))
+        out = []
+        for e in pool:
+            if types is not None and e.event_type not in types:
+                continue
+            if node is not None and e.node != node:
+                continue
+            if symptom is not None and e.symptom != symptom:
+                continue
+            if rule is not None and e.rule != rule:
+                continue
+            if pre is not None and not (e.symptom and e.symptom.startswith(pre)):
+                continue
+            out.append(e)
         return out
 
-    def _event(self, row: tuple) -> Event:
-        payload = json.loads(row[7]) if row[7] else {}
-        return Event(id=row[0], event_type=row[1], rule=row[2], node=row[3], symptom=payload.get("symptom"),
-                     timestamp=row[4], line_num=row[5], datum=row[6], source=row[8], format=row[9], label=row[10],
-                     payload=payload, obs_context_id=row[11])
-
     def get(self, event_id: int) -> Event | None:
-        self.manager.flush()
-        row = self.manager.conn.execute(_SELECT + " AND e.id = ?", (self.context_id, event_id)).fetchone()
-        return self._event(row) if row else None
+        return self._set().by_id.get(event_id)
 
     def all(self) -> list[Event]:
         return self.query()
@@ -342,38 +557,47 @@ class EventStream:
 
     def add(self, spec: EventSpec, rule: str, cause: Event | None = None, reason: str = "") -> Event:
         self._check_writable()
-        etype = EMIT_TYPES[spec.type].value if spec.type in EMIT_TYPES else spec.type
+        ws = self._set()
+        etype = _type_name(spec.type)
         node = spec.node if spec.node is not None else (cause.node if cause else None)
         payload: dict[str, Any] = {"node": node, "symptom": spec.symptom, "fields": dict(spec.fields), "added_by": rule}
         if cause is not None:
             payload["cause_event"] = cause.id
-        eid = self.manager.insert_now((
-            self.context_id, self.manager.lookup("event_types", etype), self.manager.lookup("rules", rule),
-            cause.obs_context_id if cause else None,
-            spec.timestamp or (cause.timestamp if cause else None),
-            spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
-            _clip(spec.datum if spec.datum is not None else (cause.datum if cause else None)), node,
-            json.dumps(payload, sort_keys=True, default=str)))
+        m = self.manager
+        row = m.row(self.context_id, etype, rule, cause.obs_context_id if cause else None,
+                    spec.timestamp or (cause.timestamp if cause else None),
+                    spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
+                    spec.datum if spec.datum is not None else (cause.datum if cause else None), node, payload)
+        eid = m.insert_now(row)
         self.trace.append(TraceEntry(self.phase, rule, "add", eid, spec.symptom, node, reason))
-        ev = self.get(eid)
-        assert ev is not None
+        # what a read of the row gives back: the stored (clipped, JSON-normalised) values
+        stored = json.loads(row[10])
+        stored["node"], stored["symptom"] = node, spec.symptom
+        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=spec.symptom, timestamp=row[4],
+                   line_num=row[5], datum=row[6], source=cause.source if cause else None,
+                   format=cause.format if cause else None, label=cause.label if cause else None,
+                   payload=stored, obs_context_id=row[3])
+        ws.put(ev)
         return ev
 
     def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str, action: str, reason: str) -> int:
         self._check_writable()
+        ws = self._set()
         n = 0
-        for e in events:
-            if e.event_type != frm.value:
+        for given in events:
+            e = ws.by_id.get(given.id)
+            if e is None or e.event_type != frm.value:
                 continue
             e.payload.setdefault("history", []).append({"rule": rule, "action": action, "reason": reason})
             if action == "demote":
                 e.payload["demoted_by"] = rule
-            self.manager.conn.execute("UPDATE events SET event_type = ?, payload = ? WHERE id = ? AND context_id = ?",
-                                      (self.manager.lookup("event_types", to.value),
-                                       json.dumps(e.payload, sort_keys=True, default=str), e.id, self.context_id))
-            e.event_type = to.value
-            self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
+            ws.retype(e, to.value)
+            if given is not e:  # a caller's copy stays in step
+                given.event_type, given.payload = e.event_type, e.payload
             n += 1
+            self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
+        if n:
+            self.manager.pending.add(self)
         return n
 
     def demote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
@@ -386,19 +610,29 @@ class EventStream:
 
     def discard(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
         self._check_writable()
+        ws = self._set()
         n = 0
-        for e in events:
-            cur = self.manager.conn.execute("DELETE FROM events WHERE id = ? AND context_id = ?", (e.id, self.context_id))
-            if cur.rowcount:
-                self.trace.append(TraceEntry(self.phase, rule, "discard", e.id, e.symptom, e.node, reason))
-                n += 1
+        for given in events:
+            e = ws.by_id.get(given.id)
+            if e is None:
+                continue
+            ws.remove(e)
+            n += 1
+            self.trace.append(TraceEntry(self.phase, rule, "discard", e.id, e.symptom, e.node, reason))
+        if n:
+            self.manager.pending.add(self)
         return n
 
     def set_symptom(self, event: Event, symptom: str, rule: str, reason: str = "") -> None:
         self._check_writable()
-        event.payload["symptom"] = symptom
-        event.payload.setdefault("history", []).append({"rule": rule, "action": "set_symptom", "reason": reason})
-        self.manager.conn.execute("UPDATE events SET payload = ? WHERE id = ? AND context_id = ?",
-                                  (json.dumps(event.payload, sort_keys=True, default=str), event.id, self.context_id))
-        self.trace.append(TraceEntry(self.phase, rule, "set_symptom", event.id, symptom, event.node, reason))
-        event.symptom = symptom
+        ws = self._set()
+        e = ws.by_id.get(event.id)
+        if e is None:  # discarded, or not this job's: nothing to change
+            return
+        e.payload["symptom"] = symptom
+        e.payload.setdefault("history", []).append({"rule": rule, "action": "set_symptom", "reason": reason})
+        self.trace.append(TraceEntry(self.phase, rule, "set_symptom", e.id, symptom, e.node, reason))
+        ws.resymptom(e, symptom)
+        self.manager.pending.add(self)
+        if event is not e:
+            event.symptom, event.payload = symptom, e.payload

@@ -27,12 +27,14 @@ replaced, and confirmation decodes the line with replacement.
 weak-key status, the engine and the match rate on the benign sample (lint and the
 language server render it; `accel_report` adds overlaps and costs).  One
 Accelerator may be shared by threads.  No I/O except reading the packaged benign
-sample and the compiled-Hyperscan cache in the user's cache folder (never the
-package folder).  Backends: "auto" (Hyperscan when installed), "re2", "hyperscan";
+sample and the user's cache folder (never the package folder): the compiled
+Hyperscan database and the per-pattern analysis (`rulekit.extract.diskcache`).
+Backends: "auto" (Hyperscan when installed), "re2", "hyperscan";
 `scan.make_scanner` also honours RULEKIT_SCANNER=naive|re2|hyperscan|auto.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -111,21 +113,20 @@ class Accelerator:
         if backend == "hyperscan" and _hs is None:
             raise RuntimeError("backend 'hyperscan' requested but the hyperscan module is not installed")
         self.patterns = list(patterns)
-        self.compiled = [compile_pattern(p) for p in self.patterns]
+        # compiled on first use: a job's lines reach only some of the rules
+        self.compiled = _Lazy(self.patterns, compile_pattern)
         self._tls = threading.local()
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
-        self.compiled_ascii = [_bytes_twin(p) for p in self.patterns]
-        self._named = [bool(c.groupindex) for c in self.compiled]
+        self.compiled_ascii = _Lazy(self.patterns, _bytes_twin)
+        self._named = _Lazy(self.patterns, lambda p: bool(compile_pattern(p).groupindex))
         if sample is None:
             sample = default_sample()
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
 
         n = len(self.patterns)
-        all_factors = [L.factors_of(p) for p in self.patterns]
-        choices = L.choose_keys(all_factors, sample)
-        supersets = [superset_of(p, ch.factor) for p, ch in zip(self.patterns, choices)]
-        self.analysis: list[PatternAnalysis] = []
+        all_factors, choices, supersets = _derive(self.patterns, sample)
+        self._analysis: list[PatternAnalysis] = []
         for i in range(n):
             ch, ss = choices[i], supersets[i]
             reason = ""
@@ -136,7 +137,7 @@ class Accelerator:
                 reason = "no literal of at least 3 bytes is required by every match"
             if ss.text is None and not reason:
                 reason = ss.reason
-            self.analysis.append(PatternAnalysis(
+            self._analysis.append(PatternAnalysis(
                 index=i, pattern=self.patterns[i], factors=all_factors[i], key=ch.factor,
                 prefilterable=not reason, reason=reason, weak_key=weak,
                 key_sample_rate=ch.rate, engine="re2", gate_form=ss.text))
@@ -149,8 +150,22 @@ class Accelerator:
             self._build_hyperscan(supersets)
             re2_members = [i for i in range(n) if i not in self._hs_members]
         self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
-        if sample:
-            self._measure_broad(sample)
+        self._sample = sample
+        self._broad_measured = False
+
+    @property
+    def analysis(self) -> list[PatternAnalysis]:
+        """Per-pattern analysis for lint and the language server; `broad_rate` is
+        measured here, on first use (extraction never needs it)."""
+        if not self._broad_measured:
+            self._broad_measured = True
+            if self._sample:
+                self._measure_broad(self._sample)
+        return self._analysis
+
+    @analysis.setter
+    def analysis(self, value: list[PatternAnalysis]) -> None:
+        self._analysis = value
 
     def _measure_broad(self, sample: bytes) -> None:
         """broad_rate: the fraction of sample lines each rule matches (a few ms)."""
@@ -158,7 +173,7 @@ class Accelerator:
         for s, _e, i, _gd in self.scan(sample):
             lines[i].add(s)
         total = L.count_lines(sample)
-        for a in self.analysis:
+        for a in self._analysis:
             a.broad_rate = len(lines[a.index]) / total if total else 0.0
 
     # ------------------------------------------------------------------ building
@@ -177,7 +192,7 @@ class Accelerator:
         for i in accepted:
             # Hyperscan names the rule itself, so its key literal is not used here;
             # `prefilterable` keeps describing the rule (what lint reports), not the engine
-            self.analysis[i].engine = "hyperscan"
+            self._analysis[i].engine = "hyperscan"
 
     def _hs_compile(self, exprs, ids, flags) -> list[int]:
         """Compile what Hyperscan accepts; patterns it rejects (found by bisection,
@@ -222,7 +237,7 @@ class Accelerator:
         always: list[int] = []
         nonascii = False
         for i in members:
-            ss, a = supersets[i], self.analysis[i]
+            ss, a = supersets[i], self._analysis[i]
             if ss.text is not None:
                 branches.append(ss.text)
             elif not ss.exact_parse:
@@ -237,7 +252,7 @@ class Accelerator:
         regex = _compile_gate(branches)
         keys: dict[bytes, list[int]] = {}
         for i in members:
-            a = self.analysis[i]
+            a = self._analysis[i]
             if a.prefilterable and a.key:
                 for k in a.key:
                     keys.setdefault(k, []).append(i)
@@ -376,11 +391,10 @@ def _hs_cache_path(exprs, flags):
     """Where a compiled Hyperscan database for these expressions is cached: the
     user's cache folder (XDG_CACHE_HOME or ~/.cache), never the package folder.
     RULEKIT_CACHE_DIR overrides it; an empty value disables the cache."""
-    import hashlib
-    base = os.environ.get("RULEKIT_CACHE_DIR")
+    from rulekit.extract.diskcache import cache_dir
+
+    base = cache_dir()
     if base is None:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rulekit")
-    if not base:
         return None
     h = hashlib.sha256()
     h.update(repr((getattr(_hs, "__version__", ""), flags)).encode())
@@ -414,6 +428,45 @@ def _hs_cache_store(path, db, ok) -> None:
         os.replace(tmp, path)
     except OSError:
         pass  # the cache is an optimisation only
+
+
+class _Lazy:
+    """A list of `make(pattern)` values, each computed on first indexing."""
+
+    __slots__ = ("_patterns", "_make", "_done")
+    _UNSET = object()
+
+    def __init__(self, patterns: list[str], make):
+        self._patterns = patterns
+        self._make = make
+        self._done: list = [self._UNSET] * len(patterns)
+
+    def __len__(self) -> int:
+        return len(self._patterns)
+
+    def __getitem__(self, i: int):
+        v = self._done[i]
+        if v is self._UNSET:
+            v = self._done[i] = self._make(self._patterns[i])
+        return v
+
+
+def _derive(patterns: list[str], sample: bytes) -> tuple[list, list, list]:
+    """(literal factors, chosen keys, gate supersets) per pattern: pure functions
+    of the patterns and the sample, cached on disk (`rulekit.extract.diskcache`)
+    because deriving them is most of a cold start."""
+    import rulekit.extract.diskcache as cache
+
+    key = cache.make_key(cache.code_fingerprint(),
+                         hashlib.sha256(sample).hexdigest(), "\0".join(patterns))
+    got = cache.load("scan", key)
+    if isinstance(got, tuple) and len(got) == 3 and all(len(x) == len(patterns) for x in got):
+        return got
+    all_factors = [L.factors_of(p) for p in patterns]
+    choices = L.choose_keys(all_factors, sample)
+    supersets = [superset_of(p, ch.factor) for p, ch in zip(patterns, choices)]
+    cache.store("scan", key, (all_factors, choices, supersets))
+    return all_factors, choices, supersets
 
 
 def _bytes_twin(pattern: str):

@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Sequence
 from rulekit.config import GlobalConfig
 from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors
 from rulekit.rules.corpus import RuleEngine
+from rulekit.rules.corpus_cache import CorpusCache, open_cache
 from rulekit.rules.expand import template_names
 from rulekit.rules.model import (
     ACTIONS,
@@ -284,8 +285,12 @@ class LoadResult:
 class RuleLoader:
     """One loading pass over one or more rule folders (or single rule files)."""
 
-    def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None):
+    def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None,
+                 use_cache: bool | None = None):
         self.config = config or GlobalConfig()
+        # the compiled-corpus cache (rulekit.rules.corpus_cache); off for editor overlays
+        self.use_cache = not overlay if use_cache is None else use_cache
+        self._cache: CorpusCache | None = None
         # unsaved editor buffers: path -> text, used instead of the file on disk
         self.overlay = {str(Path(k).resolve()): v for k, v in (overlay or {}).items()}
         self.ruleset = RuleSet()
@@ -298,8 +303,11 @@ class RuleLoader:
 
     # step 4 of the initialization order
     def load_all(self, paths: Sequence[str | Path] | None = None) -> "RuleLoader":
-        for p in (paths or [bundled_rules_path()]):
-            self._load_path(Path(p))
+        roots = [Path(p) for p in (paths or [bundled_rules_path()])]
+        if self.use_cache:
+            self._cache = open_cache(roots)
+        for p in roots:
+            self._load_path(p)
         return self
 
     def _load_path(self, path: Path) -> None:
@@ -344,11 +352,9 @@ class RuleLoader:
             return
         self.files.append(f)
         if f.suffix == ".toml":
-            rs, diags = parse_rules(text, str(f))
+            rs, diags = self._parse_toml(text, str(f))
         elif f.suffix == ".rule":
-            from rulekit.rules import dsl
-
-            rs, diags = dsl.parse_file(text, str(f))
+            rs, diags = self._parse_dsl(text, str(f))
         elif f.suffix == ".py":
             if folder not in self._packages:
                 self._packages[folder] = _package_for(folder)
@@ -358,6 +364,24 @@ class RuleLoader:
             return
         self.ruleset.extend(rs)
         self.diagnostics.extend(diags)
+
+    def _parse_toml(self, text: str, path: str):
+        parsed = self._cache.tomls.get(path) if self._cache is not None else None
+        if parsed is None:
+            parsed = parse_rules(text, path)
+            if self._cache is not None:
+                self._cache.tomls[path] = parsed
+        return parsed
+
+    def _parse_dsl(self, text: str, path: str):
+        from rulekit.rules import dsl
+
+        parsed = self._cache.asts.get(path) if self._cache is not None else None
+        if parsed is None:
+            parsed = dsl.parse_ast(text, path)
+            if self._cache is not None:
+                self._cache.asts[path] = parsed
+        return dsl.compile_parsed(parsed[0], parsed[1], path)
 
     def _load_job_tests(self, f: Path) -> None:
         text = self._read(f)
@@ -374,13 +398,19 @@ class RuleLoader:
         """Validate and freeze.  strict: raise RulekitError on any error; otherwise
         return None when there are errors (diagnostics are in self.diagnostics)."""
         registry = self.registry()
-        self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
-        if any(getattr(r, "decl", None) is not None for r in self.ruleset.rules):
-            # DSL rules may name Python plugin rules (`uses python X`): checked once every file is loaded
-            from rulekit.rules import dsl
+        if self._cache is not None and self._cache.hit:
+            # the same files and code as when these were computed: validation's verdict holds
+            self.diagnostics = list(self._cache.diagnostics or [])
+        else:
+            self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
+            if any(getattr(r, "decl", None) is not None for r in self.ruleset.rules):
+                # DSL rules may name Python plugin rules (`uses python X`): checked once every file is loaded
+                from rulekit.rules import dsl
 
-            self.diagnostics.extend(dsl.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
-        self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
+                self.diagnostics.extend(dsl.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
+            self.diagnostics = apply_suppressions(self.diagnostics, self.texts)
+            if self._cache is not None:
+                self._cache.store(self.diagnostics)
         if has_errors(self.diagnostics):
             if strict:
                 raise RulekitError([d for d in self.diagnostics if d.severity is Severity.ERROR])

@@ -37,6 +37,7 @@ class SymptomRegistry:
                 self._alias.setdefault(a, s.name)
         # longest prefix first
         self._rules = sorted(outcome_rules, key=lambda r: len(r.prefix), reverse=True)
+        self._info: dict[str, SymptomInfo] = {}  # memo: the registry never changes
 
     def canonical(self, name: str) -> str:
         return self._alias.get(name, name)
@@ -58,6 +59,12 @@ class SymptomRegistry:
         return r is not None and r.outcome is not None and r.rank is not None
 
     def info(self, name: str) -> SymptomInfo:
+        got = self._info.get(name)
+        if got is None:
+            got = self._info[name] = self._lookup(name)
+        return got
+
+    def _lookup(self, name: str) -> SymptomInfo:
         s = self.symptom(name)
         if s is not None:
             blame, action = self._blame_action(s.name, s.blame, s.action)

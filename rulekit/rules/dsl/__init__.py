@@ -1,8 +1,9 @@
 """The rule DSL front-end (`*.rule` files): parse, compile, format, convert.
 
 Entry points:
-- `parse_file(text, path) -> (RuleSet, [Diagnostic])`: what the loader calls for
-  every `.rule` file; never raises on user input.
+- `parse_file(text, path) -> (RuleSet, [Diagnostic])`: parse and compile one
+  `.rule` file; never raises on user input.  `compile_parsed(module, diags,
+  path)` is its second half (the loader caches `parse_ast` results).
 - `parse_ast(text, path) -> (Module, [Diagnostic])`: the typed AST (spans on every
   node) for the language server; Lark types never leave this package.
 - `expected_at(text, line, col) -> [str]`: what the grammar accepts at a position,
@@ -21,16 +22,33 @@ from rulekit.diagnostics import Diagnostic
 from rulekit.rules.dsl import ast
 from rulekit.rules.dsl.ast import Module
 from rulekit.rules.dsl.compiler import compile_module
-from rulekit.rules.dsl.parser import expected_at, parse_ast
 from rulekit.rules.model import RuleSet
 
 __all__ = ["parse_file", "parse_ast", "expected_at", "check_references", "format_dsl", "format_toml", "toml_to_dsl",
            "dsl_to_toml", "Module", "ast"]
 
 
+def parse_ast(text: str, path: str) -> tuple[Module, list[Diagnostic]]:
+    # the parser (Lark) is imported on first parse: a warm load compiles cached ASTs
+    from rulekit.rules.dsl.parser import parse_ast as parse
+
+    return parse(text, path)
+
+
+def expected_at(text: str, line: int, col: int) -> list[str]:
+    from rulekit.rules.dsl.parser import expected_at as f
+
+    return f(text, line, col)
+
+
 def parse_file(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
     """Compile one `.rule` file into the rule model (partial results when it has errors)."""
     module, diags = parse_ast(text, path)
+    return compile_parsed(module, diags, path)
+
+
+def compile_parsed(module: Module, diags: list[Diagnostic], path: str) -> tuple[RuleSet, list[Diagnostic]]:
+    """`parse_file` after `parse_ast`: compile a parsed module (the loader caches parses)."""
     ruleset, more = compile_module(module, path)
     if diags:  # a declaration with a syntax error is partial: its semantic complaints are noise
         broken = [(i.span.line, i.span.end_line) for i in module.items

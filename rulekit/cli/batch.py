@@ -1,0 +1,83 @@
+"""Running a batch of job attempts from the command line: the `--executor`,
+`--scheduler`, `-j` and `--timeout` options every batch command shares
+(`attribute`, `blueprint run`), a job-count progress bar on a TTY, and each
+failed job's error echoed to stderr once, as it finishes.
+
+Only renders and wires: the work is `rulekit.executors`.  Must not attribute
+anything itself.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterable
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, JobOutcome, Task, make_executor
+
+EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
+SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
+JOBS_HELP = "Workers (local processes, or local Dask workers) for many jobs; 0: one per core."
+TIMEOUT_HELP = "Seconds one job may take before it is recorded as failed (0: no limit)."
+
+
+def check_executor(name: str, scheduler: str | None) -> None:
+    if name not in EXECUTORS:
+        typer.echo(f"error: unknown executor {name!r}; use one of {', '.join(EXECUTORS)}", err=True)
+        raise typer.Exit(2)
+    if scheduler and name != "dask":
+        typer.echo("error: --scheduler needs --executor dask", err=True)
+        raise typer.Exit(2)
+
+
+def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None) -> None:
+    """One line on stderr: the job as the user named it, and its located error."""
+    msg = (outcome.error or "").replace(outcome.job.label, shown)
+    line = f"error: {msg}" if msg.startswith(shown) else f"error: {shown}: {msg}"
+    if console is not None:
+        console.print(f"[red]{escape(line)}[/]")
+    else:
+        typer.echo(line, err=True)
+
+
+def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[Task, str], *, engine: Any = None,
+              scheduler: str | None = None, workers: int | None = None, timeout: float | None = None,
+              with_trace: bool = False) -> dict[Task, JobOutcome]:
+    """Run `jobs` on the named executor; every outcome, by job.  Failures are echoed to
+    stderr as they arrive; a progress bar counts jobs when stderr is a terminal."""
+    outcomes: dict[Task, JobOutcome] = {}
+    workers = min(workers or os.cpu_count() or 1, max(1, len(set(jobs))))  # no idle local workers
+    try:
+        ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
+    except ExecutorError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    with ex:
+        if sys.stderr.isatty():
+            _with_bar(ex.map(jobs, with_trace=with_trace), len(set(jobs)), shown, outcomes)
+        else:
+            for o in ex.map(jobs, with_trace=with_trace):
+                outcomes[o.job] = o
+                if not o.ok:
+                    echo_failure(o, shown.get(o.job, o.job.label))
+    return outcomes
+
+
+def _with_bar(stream: Iterable[JobOutcome], total: int, shown: dict[Task, str], outcomes: dict[Task, JobOutcome]) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("attributing", total=total)
+        failed = 0
+        for o in stream:
+            outcomes[o.job] = o
+            if not o.ok:
+                failed += 1
+                echo_failure(o, shown.get(o.job, o.job.label), bar.console)
+                bar.update(task, description=f"attributing ([red]{failed} failed[/])")
+            bar.advance(task)

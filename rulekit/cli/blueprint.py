@@ -1,0 +1,107 @@
+"""`rulekit blueprint run` and `rulekit dashboard`: the Blueprint's commands.
+
+`blueprint run` loads the config folder (located errors, exit 2), the rules
+(embedded engine) unless `--service`, runs the orchestrator and writes to the
+outputs; a one-line summary per attempt goes to stderr.  Exit 0 when every
+execution-context connector answered, 1 when one failed (the others' results
+are still written), 2 on bad input.  `dashboard` serves the read-only
+dashboard over a SQLite store with uvicorn.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rulekit.cli.app import app
+from rulekit.cli.render import print_diagnostics
+from rulekit.diagnostics import RulekitError
+
+blueprint_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                            help="The Blueprint: discover jobs, collect evidence, attribute, store.")
+app.add_typer(blueprint_app, name="blueprint")
+
+
+@blueprint_app.command("run")
+def run_cmd(
+    configs: Path = typer.Option(..., "--configs", help="Folder of Blueprint config TOML files (or one file)."),
+    service: Optional[str] = typer.Option(None, "--service", help="URL of a running `rulekit serve`; default: embedded engine."),
+    output: Optional[list[str]] = typer.Option(None, "--output", "-o", help="stdout (JSON lines) or sqlite:PATH; repeatable."),
+    since: Optional[str] = typer.Option(None, "--since", help="Attempts ending at/after T (RFC 3339, epoch, or 24h ago)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Attempts ending at/before T."),
+    job: Optional[str] = typer.Option(None, "--job", help="Only this job id."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-attempt summary on stderr."),
+) -> None:
+    """Attribute the jobs the configured connectors find and write the results."""
+    from rulekit.blueprint.config import load_config
+    from rulekit.blueprint.model import Window, parse_time
+    from rulekit.blueprint.orchestrator import Attributor, run
+    from rulekit.blueprint.outputs import open_output
+    from rulekit.blueprint.store import StoreError
+
+    try:
+        cfg = load_config(configs)
+    except RulekitError as e:
+        print_diagnostics(e.diagnostics, {}, err=True)
+        raise typer.Exit(2)
+    try:
+        window = Window(parse_time(since) if since else None, parse_time(until) if until else None)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    outs = []
+    try:
+        for spec in output or ["stdout"]:
+            outs.append(open_output(spec))
+    except (ValueError, StoreError, OSError) as e:
+        typer.echo(f"error: --output: {e}", err=True)
+        raise typer.Exit(2)
+    if service:
+        attributor = Attributor(service_url=service)
+    else:
+        from rulekit.cli.attribute import _load
+
+        attributor = Attributor(engine=_load(cfg.rules or None))
+
+    def summary(r: dict) -> None:
+        if quiet:
+            return
+        v = r.get("verdict") or {}
+        bad = ",".join(b["node"] for b in v.get("bad_nodes") or []) or "-"
+        failed = [c["collector"] for c in r["coverage"]["collectors"] if c["status"] == "failed"]
+        typer.echo(f"{r['key']}: {(v.get('outcome') or 'not attributed').upper()}/{v.get('sub_domain') or '-'} "
+                   f"bad={bad}" + (f"  evidence incomplete ({', '.join(failed)} failed)" if failed else ""), err=True)
+
+    try:
+        report = run(cfg, attributor, outs, window, job, on_result=summary)
+    finally:
+        for o in outs:
+            o.close()
+    for f in report.context_failures:
+        typer.echo(f"error: context connector {f['collector']} ({f['type']}) failed: {f['error']}", err=True)
+    if not quiet:
+        typer.echo(f"{len(report.results)} attempt(s) attributed", err=True)
+    if report.context_failures:
+        raise typer.Exit(1)
+
+
+@app.command()
+def dashboard(
+    db: Path = typer.Option(..., "--db", help="SQLite store written by `rulekit blueprint run --output sqlite:PATH`."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8080, help="Port to listen on."),
+) -> None:
+    """Serve the read-only dashboard and its JSON API over a result store."""
+    from rulekit.blueprint.dashboard.app import create_app
+    from rulekit.blueprint.store import StoreError, open_ro
+
+    try:
+        open_ro(db).close()
+    except StoreError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2)
+    import uvicorn
+
+    typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)
+    uvicorn.run(create_app(db), host=host, port=port, log_level="warning")

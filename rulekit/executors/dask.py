@@ -1,0 +1,198 @@
+"""The `dask` executor: job attempts as tasks on a Dask distributed cluster.
+
+`Client(address)` for an existing scheduler (dask-jobqueue on Slurm,
+dask-kubernetes, `dask scheduler` + `dask worker`), or, without an address, a
+`LocalCluster` of worker processes (one thread each) started here and shut
+down on `close()`.  A `WorkerPlugin` builds the compiled corpus once on every
+worker (again on a worker that replaces a lost one); tasks find it in the
+worker process's cache (`engine_for`), so it is never built or shipped per
+task.  At most `max_in_flight` tasks exist at once (`as_completed` with a
+window refilled as results arrive), so 100,000 jobs are never all submitted.
+Each task's key is its job attempt's key: when a worker dies, the scheduler
+re-runs the tasks it held and the client still receives one result per key.
+
+Must not print; the worker-side functions must stay importable module-level
+functions (Dask pickles them by reference).
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Iterable, Iterator
+
+from rulekit.executors.base import (
+    STUCK_GRACE,
+    CorpusSpec,
+    Executor,
+    ExecutorError,
+    JobOutcome,
+    Task,
+    describe_error,
+    engine_for,
+    run_job,
+)
+
+try:
+    from distributed import Client, LocalCluster, as_completed, get_worker
+    from distributed.diagnostics.plugin import WorkerPlugin
+except ImportError:  # pragma: no cover - dask is a declared dependency
+    Client = LocalCluster = as_completed = get_worker = None  # type: ignore[assignment]
+    WorkerPlugin = object  # type: ignore[assignment,misc]
+
+
+class CorpusPlugin(WorkerPlugin):  # type: ignore[misc,valid-type]
+    """Builds the corpus once when a worker starts (or joins later); a failure is kept
+    and reported by `corpus_status`, not raised into the worker."""
+
+    def __init__(self, spec: CorpusSpec) -> None:
+        self.spec = spec
+        self.error: str | None = None
+
+    def setup(self, worker: Any) -> None:
+        try:
+            engine_for(self.spec)
+        except Exception as e:  # reported to the client by corpus_status
+            self.error = describe_error(e)
+
+
+def corpus_status(spec: CorpusSpec) -> str | None:
+    """Run on every worker: None when its corpus is built, else the error."""
+    try:
+        engine_for(spec)
+        return None
+    except Exception as e:
+        return describe_error(e)
+
+
+def attribute_task(job: Task, spec: CorpusSpec, with_trace: bool = False, timeout: float | None = None,
+                   grace: float = STUCK_GRACE) -> JobOutcome:
+    """One job attempt on a worker (the per-task function)."""
+    try:
+        where = get_worker().address
+    except ValueError:
+        where = ""
+    try:
+        engine = engine_for(spec)
+    except Exception as e:
+        return JobOutcome(job, error=f"corpus could not be built on worker {where}: {describe_error(e)}", worker=where)
+    return run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace)
+
+
+STUCK_EXIT = 70
+
+
+def end_stuck_worker() -> None:
+    """A task ignored its timeout (stuck inside one C call): end this worker process.  The
+    nanny starts a fresh one; the scheduler re-runs the worker's tasks, and reports a task
+    whose every worker died (`allowed-failures`) as lost."""
+    logging.getLogger("rulekit.executors").error("a task is stuck past its time limit: ending worker %s", os.getpid())
+    logging.shutdown()
+    os._exit(STUCK_EXIT)
+
+
+class DaskExecutor(Executor):
+    name = "dask"
+
+    def __init__(self, corpus: CorpusSpec, *, address: str | None = None, workers: int | None = None,
+                 timeout: float | None = None, max_in_flight: int | None = None, client: Any = None,
+                 connect_timeout: str = "10s", stuck_grace: float = STUCK_GRACE) -> None:
+        super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
+        self.stuck_grace = stuck_grace
+        if Client is None:
+            raise ExecutorError("the dask executor needs `dask[distributed]` (pip install 'dask[distributed]')")
+        self._cluster = None
+        self._own_client = client is None
+        if client is not None:
+            self.client = client
+        elif address:
+            try:
+                self.client = Client(address, timeout=connect_timeout)
+            except (OSError, TimeoutError) as e:
+                raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+        else:
+            self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                         dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+            self.client = Client(self._cluster)
+        try:
+            self._prepare_workers()
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare_workers(self) -> None:
+        self.client.register_plugin(CorpusPlugin(self.corpus), name=f"rulekit-corpus-{self.corpus.key}")
+        errors = {w: e for w, e in self.client.run(corpus_status, self.corpus).items() if e}
+        if errors:
+            worker, error = next(iter(errors.items()))
+            raise ExecutorError(f"the corpus could not be built on {len(errors)} worker(s), e.g. {worker}: {error}")
+
+    def slots(self) -> int:
+        return sum(self.client.nthreads().values()) or self.workers
+
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+        source = iter(jobs)
+        window = self.window(self.slots())
+        options = f"trace={with_trace};corpus={self.corpus.key}"
+        seen: set[str] = set()
+        inflight: dict[str, Task] = {}
+        # futures finish into `ac`; their results are gathered a batch at a time (one call to
+        # the scheduler per batch, not per task).  `loop=` is this client's: without it
+        # as_completed runs on the *default* client's loop, another thread when a process holds
+        # several clients, and corrupts their state ("deque mutated during iteration", stalls).
+        ac = as_completed(loop=self.client.loop)
+
+        def refill() -> None:
+            batch: list[Task] = []
+            keys: list[str] = []
+            for job in source:
+                key = job.key(options)
+                if key in seen:
+                    continue  # the same attempt twice is one task, one outcome
+                seen.add(key)
+                inflight[key] = job
+                batch.append(job)
+                keys.append(key)
+                if len(inflight) >= window:
+                    break
+            if batch:
+                ac.update(self.client.map(attribute_task, batch, key=keys, pure=False, spec=self.corpus,
+                                          with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace))
+
+        refill()
+        for batch in ac.batches():
+            for fut, outcome in zip(batch, self._outcomes(batch, inflight)):
+                fut.release()
+                yield outcome
+            refill()
+
+    def _outcomes(self, batch: list[Any], inflight: dict[str, Task]) -> list[JobOutcome]:
+        done = [f for f in batch if f.status == "finished"]
+        try:
+            results = dict(zip((f.key for f in done), self.client.gather(done))) if done else {}
+        except Exception:  # one of them was lost after finishing: take them one by one
+            results = {}
+        out = []
+        for fut in batch:
+            job = inflight.pop(fut.key)
+            if fut.key in results:
+                out.append(results[fut.key])
+                continue
+            exc = fut.exception() if fut.status == "error" else None
+            if exc is None:
+                try:
+                    out.append(fut.result())
+                    continue
+                except Exception as e:
+                    exc = e
+            # KilledWorker: every worker that ran it died (allowed-failures exhausted)
+            out.append(JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
+                                             f"the time limit): {describe_error(exc)}"))
+        return out
+
+    def close(self) -> None:
+        client, cluster = getattr(self, "client", None), self._cluster
+        self._cluster = None
+        if client is not None and self._own_client:
+            client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,224 @@
+"""The store's attribution side: real columns for what attribution selects on,
+events decoded once per `attribute()`, checkpoints that survive a spill, and
+accumulator failures that reach `rule_errors`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import rulekit.engine.store as store
+from rulekit.engine.session import Session
+from rulekit.engine.store import EventManager
+from rulekit.inputs.jobdir import read_job_dir
+from rulekit.inputs.observation import Observation
+from rulekit.rules.loader import load_corpus
+from rulekit.rules.model import EventSpec, EventType
+from rulekit.analysis.testing import job_from_mapping
+
+BAD = EventType.BAD_NODE.value
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "xid149-nvlink"
+
+
+def _add(m: EventManager, ctx: int, n: int, symptom: str = "S", node: str = "n1") -> None:
+    for i in range(n):
+        m.add(ctx, BAD, "R", None, f"2026-01-01T00:00:{i:02d}", i + 1, f"line {i}", node,
+              {"node": node, "symptom": symptom, "fields": {"rank": i, "k": "v"}})
+
+
+def test_columns_hold_symptom_node_rank_and_the_payload_only_the_rest():
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 2, symptom="XID-79")
+    m.flush()
+    rows = m.conn.execute("SELECT symptom, resources, rank, timestamp, payload FROM events ORDER BY id").fetchall()
+    assert [r[:3] for r in rows] == [("XID-79", "n1", 0), ("XID-79", "n1", 1)]
+    assert '"symptom"' not in rows[0][4] and '"node"' not in rows[0][4] and '"k": "v"' in rows[0][4]
+    e = m.stream(ctx).all()[0]  # the Event still carries everything
+    assert (e.symptom, e.node, e.timestamp, e.payload["symptom"], e.fields) == (
+        "XID-79", "n1", "2026-01-01T00:00:00", "XID-79", {"rank": 0, "k": "v"})
+
+
+def test_queries_answer_from_the_working_set_in_id_order():
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 3, symptom="A")
+    _add(m, ctx, 2, symptom="B", node="n2")
+    s = m.stream(ctx)
+    evs = s.all()
+    s.demote([evs[3], evs[0]], rule="F")
+    s.promote([evs[3]], rule="F")
+    assert [e.id for e in s.bad_events()] == [evs[1].id, evs[2].id, evs[3].id, evs[4].id]
+    assert [e.id for e in s.interesting_events()] == [evs[0].id]
+    assert [e.id for e in s.query(symptom="B")] == [evs[3].id, evs[4].id]
+    assert [e.id for e in s.query(prefix=("A",), event_type="bad_node")] == [evs[1].id, evs[2].id]
+    assert [e.id for e in s.query(node="n2", rule="R")] == [evs[3].id, evs[4].id]
+    s.set_symptom(evs[1], "C", rule="F")
+    assert [e.id for e in s.query(symptom="C")] == [evs[1].id] and s.query(symptom="A")[0].id == evs[0].id
+    assert s.discard([evs[1], evs[1]], rule="F") == 1  # once only
+    # a fresh stream reads the store: every change was written through
+    fresh = [(e.id, e.event_type, e.symptom) for e in m.stream(ctx).all()]
+    assert fresh == [(e.id, e.event_type, e.symptom) for e in s.all()]
+    assert m.conn.execute("SELECT symptom FROM events WHERE id = ?", (evs[2].id,)).fetchone() == ("A",)
+
+
+def test_events_are_decoded_once_per_attribute(bundled, monkeypatch):
+    calls = []
+    real = store._decode
+    monkeypatch.setattr(store, "_decode", lambda row: calls.append(row[0]) or real(row))
+    jd = read_job_dir(EXAMPLE)
+    with Session(bundled, jd.job) as s:
+        s.ingest_batch(jd.observations)
+        extracted = s.manager.count(s.context_id)
+        s.attribute()
+        assert sorted(calls) == sorted(set(calls)) and len(calls) == extracted  # 18 filters, one decode each
+        calls.clear()
+        s.attribute()  # again, from the restored checkpoint: again once each
+        assert len(calls) == extracted == len(set(calls))
+
+
+def test_spilling_a_shared_manager_keeps_the_checkpoints():
+    """A spill used to copy the main database only: checkpoints in temp tables were
+    lost and `restore` left the attributed (here: emptied) events in place."""
+    m = EventManager(buffer_size=5, spill_threshold=20)
+    a, b = m.context("a"), m.context("b")
+    _add(m, a, 10)
+    m.checkpoint(a)
+    sa = m.stream(a)
+    sa.discard(sa.all(), rule="F")
+    assert m.count(a) == 0 and not m.spilled
+    _add(m, b, 30)  # another job on the same manager pushes it over the threshold
+    m.flush()
+    assert m.spilled
+    m.restore(a)
+    assert m.count(a) == 10
+    assert [e.line_num for e in m.stream(a).all()] == list(range(1, 11))
+    m.restore(a)  # no checkpoint any more: a no-op
+    assert m.count(a) == 10
+    m.close()
+
+
+def test_a_session_attributes_the_same_after_a_spill(bundled):
+    jd = read_job_dir(EXAMPLE)
+    with Session(bundled, jd.job) as plain:
+        plain.ingest_batch(jd.observations)
+        want = plain.attribute()
+    m = EventManager(bundled.rule_names(), buffer_size=4, spill_threshold=10)
+    s = Session(bundled, jd.job, manager=m)
+    s.ingest_batch(jd.observations[:1])
+    first = s.attribute()
+    s.ingest_batch(jd.observations[1:])  # restores, extracts more, spills on the way
+    assert m.spilled
+    assert s.attribute() == want
+    assert s.attribute() == want
+    assert first != want
+    m.close()
+
+
+ACC_CORPUS = {
+    "s.toml": """
+        [[symptom]]
+        name = "BOOM"
+        rank = 10
+        outcome = "application"
+        sub_domain = "code"
+    """,
+    "acc.py": """
+        from rulekit.plugin import Accumulator, EventSpec, accumulator_def
+
+        @accumulator_def(name="BadFactory", author="t", trigger_re=r"START-FACTORY", symptoms=["BOOM"])
+        class BadFactory(Accumulator):
+            def __init__(self, ctx, line, match):
+                raise ValueError("factory broke")
+
+        @accumulator_def(name="BadFeed", author="t", trigger_re=r"START-FEED", symptoms=["BOOM"])
+        class BadFeed(Accumulator):
+            def feed(self, line):
+                raise KeyError("feed broke")
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="BOOM")]
+
+        @accumulator_def(name="BadFinalize", author="t", trigger_re=r"START-FINAL", symptoms=["BOOM"])
+        class BadFinalize(Accumulator):
+            def feed(self, line):
+                return True
+            def finalize(self):
+                raise RuntimeError("finalize broke")
+    """,
+}
+
+
+def test_accumulator_failures_reach_rule_errors(make_corpus):
+    res = load_corpus([make_corpus(ACC_CORPUS)])
+    assert res.engine is not None, res.diagnostics
+    job = job_from_mapping({"id": "j", "state": "FAILED", "nodes": ["n1"]})
+    with Session(res.engine, job) as s:
+        s.ingest(Observation(source="applog", lines=["START-FACTORY", "START-FEED", "next line", "START-FINAL",
+                                                     "more"]))
+        result = s.attribute()
+        errors = {(e["rule"], e["error"]) for e in result.get("rule_errors", [])}
+        assert errors == {("BadFactory", "ValueError: factory broke"), ("BadFeed", "KeyError: 'feed broke'"),
+                          ("BadFinalize", "RuntimeError: finalize broke")}
+        assert all(e["where"].endswith(tuple(f"acc.py:{n}" for n in range(1, 30))) for e in result["rule_errors"])
+        # the feed failure still finalizes: its event is there
+        assert result["root_cause"]["symptom"] == "BOOM"
+        assert len(s.attribute()["rule_errors"]) == 3  # reported by every attribution, not doubled
+
+
+def test_changes_of_a_dropped_stream_are_written():
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 4)
+    m.stream(ctx).demote(m.stream(ctx).all()[:3], rule="F")  # both streams dropped at once
+    m.flush()
+    got = [r[0] for r in m.conn.execute("SELECT et.name FROM events e JOIN event_types et ON et.id = e.event_type "
+                                        "ORDER BY e.id")]
+    assert got == [EventType.INTERESTING_NODE.value] * 3 + [BAD]
+
+
+def _repeated_job(n: int) -> tuple:
+    job = job_from_mapping({"id": "rep", "state": "FAILED", "nodes": ["node-01", "node-02"], "tasks_per_node": 8})
+    app = []
+    for i in range(n):
+        app.append(f"[rank{i % 16}]:[E ProcessGroupNCCL.cpp:616] [Rank {i % 16}] Watchdog caught collective "
+                   f"operation timeout: WorkNCCL(SeqNum=1000, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                   f"Timeout(ms)=600000) ran for 600{i:03d} milliseconds before timing out.")
+        app.append(f"[rank{i % 16}]: [Rank {i % 16}] Watchdog caught collective operation timeout: "
+                   f"WorkNCCL(SeqNum={2000 + i}, OpType=BROADCAST, Timeout(ms)=600000)")  # never the same twice
+        app.append(f"12: step {i} loss=2.0")
+    sys_lines = [f"Jun  1 03:12:{i % 60:02d} node-02 kernel: [ 58{i:02d}.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, "
+                 "GPU has fallen off the bus." for i in range(n // 4)]
+    return job, [Observation(source="applog", lines=app, label="applog/train.log"),
+                 Observation(source="syslog", node="node-02", lines=sys_lines, label="syslog/node-02.log")]
+
+
+def test_repeated_evidence_beyond_the_cap_is_aggregated_with_the_same_result(bundled):
+    """The same evidence (rule, type, symptom, node, captured values) beyond the cap is
+    counted, not held; evidence that differs in a captured value is all kept."""
+    job, observations = _repeated_job(300)
+    with Session(bundled, job, repeat_cap=10**9) as s:
+        s.ingest_batch(observations)
+        full = s.attribute()
+        full_events = s.manager.count(s.context_id)
+    with Session(bundled, job, repeat_cap=8) as s:
+        s.ingest_batch(observations)
+        capped = s.attribute()
+        held, counted = s.manager.count(s.context_id), s.manager.repeats(s.context_id)
+        assert held + counted == full_events and counted > 200  # the constant lines: 8 held per key
+        rows = s.manager.conn.execute(
+            "SELECT symptom, resources, count, first_line, last_line FROM event_repeats ORDER BY id").fetchall()
+    assert capped == full  # evidence_omitted counts the aggregated repeats too
+    assert capped["evidence_omitted"] > 0
+    by_sym = {(r[0], r[1]): r[2:] for r in rows}
+    xid = by_sym[("XID-79-FALLEN_OFF_THE_BUS", "node-02")]
+    assert xid == (75 - 8, 9, 75)  # count, first and last line of the repeats
+
+
+def test_a_large_in_memory_store_spills_by_size():
+    m = EventManager(buffer_size=50, spill_bytes=256 << 10)
+    ctx = m.context("j")
+    for i in range(2000):
+        m.add(ctx, BAD, "R", None, None, i, "x" * 400, "n", {"symptom": "S", "fields": {}})
+    m.flush()
+    assert m.spilled and m.count(ctx) == 2000
+    m.close()
