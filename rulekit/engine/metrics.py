@@ -131,7 +131,7 @@ class MetricPhase:
         samples = self.window(sorted(series.samples, key=lambda p: p[0]))
         if not samples:
             return 0
-        node = self.engine.config.canonical_node(series.node) or series.node
+        node = (self.engine.config.canonical_node(series.node) or series.node) if series.node else None
         oc = self.manager.observation_context(self.context_id, "metric", "metric", _iso(samples[0][0]),
                                               _iso(samples[-1][0]), series.label)
         added = 0

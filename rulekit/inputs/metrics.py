@@ -8,7 +8,8 @@ Metric rules (`[[metric_rule]]`, DSL `metric_rule`) turn series into events.
     MetricSeries(node="node0017", name="roce_adp_retrans", labels={"device": "mlx5_0"},
                  samples=[(1780283700.0, 0.0), (1780283760.0, 4200.0)])
 
-- `node`: the node the series was measured on (events land on it);
+- `node`: the node the series was measured on (events land on it; None when the
+  source does not say, and the events then name no node);
 - `name`: the metric name a rule selects (`metric = "..."`);
 - `labels`: string labels a rule may also select on (`labels = { device = "mlx5_0" }`);
 - `samples`: (unix seconds, value) pairs; `MetricSeries.of(...)` sorts them by time.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 
@@ -33,13 +34,13 @@ MAX_LABELS = 64
 class MetricSeries:
     """One node's series of one metric (see the module docstring)."""
 
-    node: str
+    node: str | None
     name: str
     labels: dict[str, str] = field(default_factory=dict)
     samples: list[tuple[float, float]] = field(default_factory=list)
 
     @staticmethod
-    def of(node: str, name: str, samples: list[tuple[float, float]] | list[list[float]],
+    def of(node: str | None, name: str, samples: list[tuple[float, float]] | list[list[float]],
            labels: dict[str, str] | None = None) -> "MetricSeries":
         """A series with samples sorted by time (ties keep their order)."""
         pts = sorted(((float(t), float(v)) for t, v in samples), key=lambda p: p[0])
@@ -49,7 +50,8 @@ class MetricSeries:
     def label(self) -> str:
         """`name{k="v",...}@node`: the series' provenance in evidence."""
         lab = ",".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
-        return f"{self.name}{{{lab}}}@{self.node}" if lab else f"{self.name}@{self.node}"
+        where = f"@{self.node}" if self.node else ""
+        return f"{self.name}{{{lab}}}{where}" if lab else f"{self.name}{where}"
 
 
 Number = StrictInt | StrictFloat
@@ -61,7 +63,7 @@ class MetricRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["metric"] = "metric"
-    node: StrictStr = Field(min_length=1, max_length=512)
+    node: Optional[StrictStr] = Field(min_length=1, max_length=512)
     name: StrictStr = Field(min_length=1, max_length=512)
     labels: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=MAX_LABELS)
     samples: list[tuple[Number, Number]] = Field(max_length=MAX_SAMPLES)
