@@ -67,7 +67,7 @@ FOREGROUND = Foreground()
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
              "dist", ".tox", "site-packages"}
-_RULE_TOML = re.compile(r"^\s*\[\[\s*(symptom|extractor|family|catalog|outcome_rule|case)\s*\]\]", re.M)
+_RULE_TOML = re.compile(r"^\s*\[\[\s*(symptom|extractor|family|catalog|outcome_rule|metric_rule|case)\s*\]\]", re.M)
 
 
 def file_kind(path: str) -> str:

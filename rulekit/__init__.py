@@ -1,7 +1,7 @@
 """rulekit: rule engine and toolkit for workload-centric failure attribution.
 
 Public API: `setup_rules()`, `load_corpus()`, `Session`, `Observation`,
-`JobInfoBuilder`, `read_job_dir()`, `attribute_dir()`.
+`MetricSeries`, `JobInfoBuilder`, `parse_job_record()`, `read_job_dir()`, `attribute_dir()`.
 """
 __version__ = "0.1.0"
 
@@ -11,7 +11,9 @@ from rulekit.inputs.jobdir import read_job_dir  # noqa: E402
 from rulekit.inputs.jobinfo import ExecutionCancellation, JobInfo, JobInfoBuilder, SchedulerFailure  # noqa: E402
 from rulekit.rules.loader import load_corpus  # noqa: E402
 from rulekit.inputs.observation import Observation  # noqa: E402
+from rulekit.inputs.metrics import MetricSeries  # noqa: E402
+from rulekit.inputs.jobrecord import parse_job_record  # noqa: E402
 from rulekit.engine.session import Session  # noqa: E402
 
 __all__ = ["setup_rules", "load_corpus", "Session", "Observation", "JobInfo", "JobInfoBuilder", "SchedulerFailure",
-           "ExecutionCancellation", "read_job_dir", "attribute_dir"]
+           "ExecutionCancellation", "read_job_dir", "attribute_dir", "MetricSeries", "parse_job_record"]

@@ -120,6 +120,13 @@ Why: `bad_nodes` (what drain, reset and RMA automation acts on) lists only nodes
 by `node`, `link` or `peer` symptoms; a misspelt blame would silently blame nobody.
 Example: `blame = "gpu"` on `XID-79-GPU_FELL_OFF_BUS`.
 Fix: use `blame = "node"` (and `action = "reboot"`); see docs/blame.md."""),
+    _c("RK111", "bad-metric-rule", "error", "A metric rule's condition or duration is invalid.",
+       """What it does: reports a metric rule whose `when` is not `AGGREGATE OP NUMBER`
+(aggregates value, rate, increase; operators > >= < <= == !=), or whose `for` /
+`window` is not a duration (seconds, or "90s", "5m", "1h"), or a `window` on `value`.
+Why: a condition the engine cannot read would never fire.
+Example: `when = "rate >> 10"`, `for = "a minute"`
+Fix: write e.g. `when = "rate > 10"`, `for = "60s"`, `window = "5m"`."""),
     # ---- RK2xx: names and references ---------------------------------------------
     _c("RK201", "duplicate-rule", "error", "Two rules have the same name.",
        """What it does: reports a rule name defined twice, with both locations.

@@ -242,21 +242,35 @@ def test_newer_schema_is_refused(tmp_path):
 
 
 def test_service_mode_posts_to_a_running_serve(tmp_path, bundled):
-    from rulekit.cli.serve import make_server
+    import socket
+    import time
 
-    server = make_server(bundled, "127.0.0.1", 0)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
+    import uvicorn
+
+    from rulekit.service.app import create_app
+    from rulekit.service.settings import ServiceSettings
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(bundled, ServiceSettings(state_dir=str(tmp_path / "jobs"))),
+                                           log_level="warning"))
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
         out = Collect()
         run(load_config(STATIC), Attributor(service_url=url), [out], job_id="train-0142")
         r = out.results[0]
         assert r["engine"] == {"mode": "service", "url": url}
         assert r["verdict"]["outcome"] == "hardware" and r["verdict"]["bad_nodes"][0]["node"] == "node-02"
     finally:
-        server.shutdown()
-        server.server_close()
+        server.should_exit = True
+        t.join(30)
+        sock.close()
     # the Service gone: the attempt is still written, with the failure in its coverage
     out = Collect()
     run(load_config(STATIC), Attributor(service_url=url, timeout=5), [out], job_id="train-0142")

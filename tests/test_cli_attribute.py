@@ -42,7 +42,8 @@ def test_missing_dir_is_a_clear_error_with_exit_2(tmp_path):
 def test_bad_job_toml_is_exit_2_with_position(tmp_path):
     (tmp_path / "job.toml").write_text("[job]\nstate = 12\n")
     r = runner.invoke(app, ["attribute", str(tmp_path)])
-    assert r.exit_code == 2 and "job.toml:1:1" in r.output and "Traceback" not in r.output
+    assert r.exit_code == 2 and "job.toml:2:1" in r.output and "Traceback" not in r.output
+    assert r.output.count("RK502") == 1  # printed once
 
 
 def test_invalid_rules_folder_reports_diagnostics_and_exit_2(tmp_path):
@@ -104,7 +105,7 @@ def test_several_dirs_name_each_result_and_one_bad_dir_loses_nothing(tmp_path):
         assert r.exit_code == 1, r.output
         assert r.stdout.count("HARDWARE / nvlink") == 2
         assert f"({good[0]}): HARDWARE" in r.stdout and f"({good[1]}): HARDWARE" in r.stdout
-        assert f"error: {bad}/job.toml:1:1:" in r.stderr  # located, on stderr ...
+        assert f"error: {bad}/job.toml:2:1:" in r.stderr  # located, on stderr ...
         assert "job.toml" not in r.stdout  # ... and only there
         assert "Traceback" not in r.output
 
@@ -116,8 +117,8 @@ def test_several_dirs_json_keeps_argument_order_with_the_failure_in_place(tmp_pa
     assert r.exit_code == 1
     out = json.loads(r.stdout)
     assert [o.get("outcome") for o in out] == ["hardware", None, "hardware"]
-    assert out[1]["job_dir"].endswith("/bad") and "job.toml:1:1" in out[1]["error"]
-    assert "job.toml:1:1" in r.stderr
+    assert out[1]["job_dir"].endswith("/bad") and "job.toml:2:1" in out[1]["error"]
+    assert "job.toml:2:1" in r.stderr
 
 
 def test_trace_is_kept_in_the_pool(tmp_path):
@@ -184,7 +185,7 @@ def test_dask_executor_from_the_cli_matches_local_and_leaves_no_cluster(tmp_path
     dask = runner.invoke(app, ["attribute", *dirs, "--executor", "dask", "-j", "2", "--format", "json"])
     assert local.exit_code == dask.exit_code == 1, dask.output
     assert json.loads(dask.stdout) == json.loads(local.stdout)
-    assert "job.toml:1:1" in dask.stderr
+    assert "job.toml:2:1" in dask.stderr
     assert multiprocessing.active_children() == []
 
 

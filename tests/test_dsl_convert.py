@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import dataclasses
+
 import pytest
 from typer.testing import CliRunner
 
@@ -25,11 +27,15 @@ TOML_FILES = sorted(p for p in bundled_rules_path().glob("*.toml") if not p.name
 
 def rule_key(r) -> tuple:
     emit = getattr(r, "emit", None)
-    tests = tuple((t.line, t.expect, t.symptom, t.node, t.captures, t.source, t.format) for t in getattr(r, "tests", ()))
+    tests = tuple((getattr(t, "line", None), getattr(t, "samples", None), t.expect, t.symptom, t.node,
+                   getattr(t, "captures", None), getattr(t, "labels", None), getattr(t, "source", None),
+                   getattr(t, "format", None)) for t in getattr(r, "tests", ()))
     return (r.kind.value, getattr(r, "match_re", None),
             (emit.type, emit.symptom, emit.node, emit.fields) if emit else None,
             getattr(r, "sources", None), getattr(r, "formats", None), r.requires, getattr(r, "lookup", None),
-            getattr(r, "origin", None), getattr(r, "priority", None), tests, r.author, r.docs)
+            getattr(r, "origin", None), getattr(r, "priority", None), tests, r.author, r.docs,
+            getattr(r, "metric", None), getattr(r, "labels", None),
+            dataclasses.replace(r.condition, span=None) if getattr(r, "condition", None) else None)
 
 
 def symptom_keys(rs) -> list[tuple]:

@@ -4,6 +4,8 @@ raise: parse_file / parse_ast / format_dsl / check_references return data and
 Diagnostics only, and every Diagnostic has a span inside the file."""
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from pathlib import Path
 
@@ -69,7 +71,10 @@ def _meaning(r) -> tuple:
     emit = getattr(r, "emit", None)
     return (r.name, r.kind.value, getattr(r, "match_re", None), emit and (emit.type, emit.symptom, emit.node, emit.fields),
             getattr(r, "priority", None), r.requires, getattr(r, "symptoms", None), r.docs,
-            [(t.line, t.expect, t.symptom, t.node, t.captures, t.source, t.format) for t in getattr(r, "tests", ())])
+            [tuple(getattr(t, f, None) for f in ("line", "samples", "expect", "symptom", "node", "captures", "labels",
+                                                 "source", "format")) for t in getattr(r, "tests", ())],
+            getattr(r, "metric", None), getattr(r, "labels", None),
+            getattr(r, "condition", None) and dataclasses.replace(r.condition, span=None))
 
 
 @settings(max_examples=200, deadline=None)

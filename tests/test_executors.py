@@ -139,7 +139,7 @@ def test_failing_jobs_are_recorded_and_the_batch_goes_on(kind, client, baseline,
     assert set(outcomes) == set(jobs)
     for j in EXAMPLE_JOBS[:6]:
         assert outcomes[j].ok and outcomes[j].result == baseline[j].result
-    assert "job.toml:1:1" in outcomes[bad[0]].error and "RK" in outcomes[bad[0]].error
+    assert "job.toml:2:1" in outcomes[bad[0]].error and "RK" in outcomes[bad[0]].error  # at the key
     assert "RK501" in outcomes[bad[1]].error and "missing" in outcomes[bad[1]].error
     assert "job.toml" in outcomes[bad[2]].error
     assert outcomes[bad[0]].as_dict() == {"job_dir": bad[0].job_dir, "error": outcomes[bad[0]].error}

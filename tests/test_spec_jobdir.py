@@ -132,21 +132,45 @@ def test_missing_job_toml_infers_nodes_from_syslog(tmp_path, engine):
     assert read_job_dir(root).job.nodes == ("nodeA", "nodeB")
 
 
-@pytest.mark.parametrize("toml, words", [
-    ("[job\nid=1", "not valid TOML"),
-    ('[job]\nstate = "EXPLODED"\n', "unknown job state"),
-    ('[job]\nnodes = "n1"\n', "list of node names"),
-    ('[job]\nnodes = ["a"]\n[job.ranks]\n0 = "zzz"\n', "not in `nodes`"),
-    ('[job]\nbogus = 1\n', "unknown key"),
+@pytest.mark.parametrize("toml, words, line", [
+    ("[job\nid=1", "not valid TOML", 1),
+    ('[job]\nstate = "EXPLODED"\n', "unknown job state", 2),
+    ('[job]\nnodes = "n1"\n', "list of node names", 2),
+    ('[job]\nnodes = ["a"]\n[job.ranks]\n0 = "zzz"\n', "not in `nodes`", 4),
+    ('[job]\nbogus = 1\n', "unknown key", 2),
     ('[job]\nid = "1"\n[execution_cancellation]\nrecord_id = "1"\ncancelled_by = "x"\nsource_time = "2026-01-01T00:00:00"\n',
-     "timezone-aware"),
+     "with an offset", 6),
+    ('[job]\nid = "1"\nstate = 12\n', "`state`", 3),
+    ('[job]\nid = "1"\nfailed_node = 7\n', "`failed_node`", 3),
+    ('[job]\nid = "1"\n\nexit_code = [1, 2]\n', "`exit_code`", 4),
+    ('[job]\ntasks_per_node = -3\n', "positive integer", 2),
+    ('[job]\nstart = "yesterday"\n', "RFC 3339", 2),
+    ('[job]\nstart = 2026-01-02T00:00:00Z\nend = 2026-01-01T00:00:00Z\n', "before `start`", 3),
+    ('[job]\nid = "1"\n[allocation_failure]\nallocation_id = "a"\nstate = "NODE_FAIL"\ntime = "soon"\n', "allocation_failure.time", 6),
 ])
-def test_bad_job_toml_is_a_clear_error(tmp_path, toml, words):
+def test_bad_job_toml_is_a_clear_error_at_the_key(tmp_path, toml, words, line):
     root = job(tmp_path, toml, {})
     with pytest.raises(RulekitError) as exc:
         read_job_dir(root)
     assert words in str(exc.value)
-    assert exc.value.diagnostics[0].span.file.endswith("job.toml")
+    assert len(exc.value.diagnostics) == 1
+    span = exc.value.diagnostics[0].span
+    assert span.file.endswith("job.toml") and span.line == line
+
+
+def test_job_toml_start_and_end_reach_the_job(tmp_path):
+    root = job(tmp_path, '[job]\nid = "1"\nstart = 2026-01-02T00:00:00Z\nend = "2026-01-02T01:00:00+01:00"\n'
+                         'exit_code = "1:0"\n', {})
+    j = read_job_dir(root).job
+    assert j.start.year == 2026 and j.end.utcoffset().total_seconds() == 3600 and j.exit_code == "1:0"
+
+
+def test_job_toml_that_is_a_directory_is_a_clear_error(tmp_path):
+    root = job(tmp_path, None, {})
+    (root / "job.toml").mkdir()
+    with pytest.raises(RulekitError) as exc:
+        read_job_dir(root)
+    assert "not a regular file" in str(exc.value)
 
 
 def test_missing_dir_is_rk501(tmp_path):
@@ -165,3 +189,10 @@ def test_lines_of_a_node_log_carry_the_declared_node(tmp_path, engine):
         s.ingest(Observation(source="applog", lines=["BOOM"]))
         events = s.manager.stream(s.context_id).bad_events()
     assert [(e.node, e.fields.get("declared_node")) for e in events] == [("n2", "n2"), (None, None)]
+
+
+def test_observations_jsonl_that_is_a_directory_is_a_note(tmp_path):
+    root = job(tmp_path, '[job]\nid = "1"\n', {"applog/a.log": "hello\n"})
+    (root / "observations.jsonl").mkdir()
+    jd = read_job_dir(root)
+    assert [(d.code, "not a regular file" in d.message) for d in jd.notes] == [("RK503", True)]

@@ -15,20 +15,23 @@ from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.corpus import RuleEngine
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.inputs.jobdir import read_job_dir
-from rulekit.inputs.jobinfo import JobInfo, JobInfoBuilder
-from rulekit.rules.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest
+from rulekit.inputs.jobinfo import JobInfo
+from rulekit.rules.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest
+from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
+from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
+from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import ExtractionPhase
 from rulekit.engine.session import Session
 from rulekit.engine.store import EventManager
 
-__all__ = ["TestResult", "run_line_test", "run_inline_tests", "run_job_tests", "run_examples", "compare_expect",
+__all__ = ["TestResult", "run_line_test", "run_metric_test", "run_inline_tests", "run_job_tests", "run_examples", "compare_expect",
            "attribute_dir", "run_all"]
 
 
 @dataclass
 class TestResult:
-    kind: str  # "line" | "job" | "example"
+    kind: str  # "line" | "metric" | "job" | "example"
     name: str
     passed: bool
     span: Span | None = None
@@ -123,11 +126,49 @@ def _short(event_type: str) -> str:
     return event_type
 
 
+def run_metric_test(engine: RuleEngine, rule: MetricRule, test: MetricTest, index: int = 0) -> TestResult:
+    """One inline test of a metric rule: its series run through the rule alone."""
+    name = f"{rule.name} #{index + 1}"
+    job = JobInfo(id="metric-test", nodes=(test.node,))
+    manager = EventManager([rule.name])
+    try:
+        ctx = manager.context("metric-test")
+        MetricPhase(engine, manager, ctx, job).apply(
+            MetricSeries.of(test.node, rule.metric, list(test.samples), dict(test.labels)), rules=[rule])
+        events = manager.stream(ctx).all()
+    except Exception as e:  # a rule that cannot run is a test error, not a crash
+        return TestResult("metric", name, False, test.span, rule.name, error=f"could not run: {type(e).__name__}: {e}")
+    finally:
+        manager.close(flush=False)
+    expected: dict[str, Any] = {"expect": test.expect}
+    if test.symptom:
+        expected["symptom"] = test.symptom
+    actual = {"events": [{"type": _short(e.event_type), "symptom": e.symptom, "node": e.node, "rule": e.rule,
+                          "datum": e.datum} for e in events]}
+    mismatches: list[str] = []
+    if test.expect == "nothing":
+        if events:
+            mismatches.append(f"expected no event, but the rule fired: {events[0].datum}")
+    else:
+        want = EMIT_TYPES[test.expect].value
+        sym = engine.registry.canonical(test.symptom) if test.symptom else None
+        if not any(e.event_type == want and (sym is None or e.symptom == sym) for e in events):
+            mismatches.append("expected the rule to fire, but its condition never held long enough" if not events else
+                              f"expected {test.expect} {test.symptom or ''}".rstrip()
+                              + "; got " + ", ".join(f"{_short(e.event_type)} {e.symptom}" for e in events))
+    return TestResult("metric", name, not mismatches, test.span, rule.name, expected, actual, mismatches,
+                      fired={e.rule for e in events if e.rule}, symptoms={e.symptom for e in events if e.symptom})
+
+
 def run_inline_tests(engine: RuleEngine) -> list[TestResult]:
+    """Every inline test: extractors' and accumulators' lines, metric rules' series."""
     out = []
     for rule in (*engine.extractors, *engine.accumulators):
         for i, t in enumerate(rule.tests):
             out.append(run_line_test(engine, rule, t, i))
+    for mrule in engine.metric_rules:
+        for i, mt in enumerate(mrule.tests):
+            out.append(run_metric_test(engine, mrule, mt, i))
     return out
 
 
@@ -139,6 +180,8 @@ def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list
     present = set(result.get("symptoms", []))
     for b in (*result.get("bad_nodes", []), *result.get("affected_nodes", [])):
         present.update(b.get("symptoms", []))
+    interesting = sorted(b["node"] for b in result.get("interesting_nodes", []))
+    interesting_syms = {s for b in result.get("interesting_nodes", []) for s in b.get("symptoms", [])}
     for k, want in expect.items():
         if k == "outcome" and result.get("outcome") != want:
             diffs.append(f"outcome: expected {want!r}, got {result.get('outcome')!r}")
@@ -162,6 +205,14 @@ def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list
                              + (f" (missing {missing})" if missing else "") + (f" (unexpected {extra})" if extra else ""))
         elif k == "confidence" and result.get("confidence") != want:
             diffs.append(f"confidence: expected {want!r}, got {result.get('confidence')!r}")
+        elif k == "interesting_nodes":
+            w = sorted(x["node"] if isinstance(x, dict) else x for x in want)
+            if w != interesting:
+                diffs.append(f"interesting nodes: expected {w}, got {interesting}")
+        elif k == "interesting_symptoms":
+            missing = [s for s in want if s not in interesting_syms]
+            if missing:
+                diffs.append(f"interesting symptoms: missing {missing} (present: {sorted(interesting_syms)})")
         elif k == "symptoms":
             missing = [s for s in want if s not in present]
             if missing:
@@ -176,12 +227,10 @@ def compare_expect(expect: Mapping[str, Any], result: Mapping[str, Any]) -> list
 
 
 def job_from_mapping(job: Mapping[str, Any], default_id: str = "job-test") -> JobInfo:
+    """A test case's job table through the one job-record schema (`rulekit.inputs.jobrecord`)."""
     j = dict(job)
-    nodes = tuple(j.pop("nodes", ()) or ())
-    return JobInfoBuilder(str(j.pop("id", default_id)), j.pop("state", None), nodes,
-                          failed_node=j.pop("failed_node", None),
-                          exit_code=str(j["exit_code"]) if j.get("exit_code") is not None else None,
-                          tasks_per_node=j.pop("tasks_per_node", None), ranks=j.pop("ranks", None) or {}).build()
+    j.setdefault("id", default_id)
+    return parse_job_record(j)
 
 
 def _summary(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,6 +240,8 @@ def _summary(result: Mapping[str, Any]) -> dict[str, Any]:
             "bad_nodes": [b["node"] for b in result.get("bad_nodes", [])],
             "affected_nodes": [b["node"] for b in result.get("affected_nodes", [])],
             "confidence": result.get("confidence"),
+            "interesting_nodes": [b["node"] for b in result.get("interesting_nodes", [])],
+            "interesting_symptoms": sorted({s for b in result.get("interesting_nodes", []) for s in b.get("symptoms", [])}),
             "symptoms": list(result.get("symptoms", [])), "ambiguous": result.get("ambiguous")}
 
 
@@ -203,12 +254,13 @@ def _fired(session: Session) -> tuple[set[str], set[str]]:
 def run_job_test(engine: RuleEngine, case: JobTestCase) -> TestResult:
     try:
         job = job_from_mapping(case.job)
-    except (RulekitError, TypeError, ValueError) as e:
+    except (RulekitError, JobRecordError, TypeError, ValueError) as e:
         return TestResult("job", case.name, False, case.span, error=f"invalid job in test case: {e}")
     with Session(engine, job) as s:
         for o in case.observations:
             s.ingest(Observation(source=o.source, format=o.format, node=o.node, lines=list(o.lines),
                                  label=f"{case.name}:{o.source}"))
+        s.ingest_metrics(MetricSeries.of(m.node, m.name, list(m.samples), dict(m.labels)) for m in case.metrics)
         result = s.attribute()
         fired, symptoms = _fired(s)
     diffs = compare_expect(case.expect, result)
@@ -233,6 +285,7 @@ def run_example(engine: RuleEngine, job_dir: Path) -> TestResult:
         return TestResult("example", job_dir.name, False, span, error=str(e))
     with Session(engine, jd.job) as s:
         s.ingest_batch(jd.observations)
+        s.ingest_metrics(jd.metrics)
         result = s.attribute()
         fired, symptoms = _fired(s)
     diffs = compare_expect(expect, result)

@@ -12,20 +12,20 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from rulekit.rules.corpus import RuleEngine
-from rulekit.rules.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest
-from rulekit.analysis.testing import TestResult, find_examples, run_example, run_job_test, run_line_test
+from rulekit.rules.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest
+from rulekit.analysis.testing import TestResult, find_examples, run_example, run_job_test, run_line_test, run_metric_test
 
 
 @dataclass(frozen=True)
 class TestItem:
     """One runnable test case, before it runs."""
 
-    kind: str  # line | job | example
+    kind: str  # line | metric | job | example
     name: str
     file: str | None
     line: int | None
-    rule: ExtractorRule | AccumulatorRule | None = None
-    test: LineTest | None = None
+    rule: ExtractorRule | AccumulatorRule | MetricRule | None = None
+    test: LineTest | MetricTest | None = None
     index: int = 0
     case: JobTestCase | None = None
     example: Path | None = None
@@ -64,6 +64,11 @@ def collect(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: str
             s = t.span or rule.span
             items.append(TestItem("line", f"{rule.name} #{i + 1}", s.file if s else None, s.line if s else None,
                                   rule=rule, test=t, index=i))
+    for mrule in engine.metric_rules:
+        for i, mt in enumerate(mrule.tests):
+            s = mt.span or mrule.span
+            items.append(TestItem("metric", f"{mrule.name} #{i + 1}", s.file if s else None, s.line if s else None,
+                                  rule=mrule, test=mt, index=i))
     for c in engine.job_tests:
         s = c.span
         items.append(TestItem("job", c.name, s.file if s else None, s.line if s else None, case=c))
@@ -77,6 +82,9 @@ def run_item(engine: RuleEngine, item: TestItem) -> TestResult:
         if item.kind == "line":
             assert item.rule is not None and item.test is not None
             return run_line_test(engine, item.rule, item.test, item.index)  # type: ignore[arg-type]
+        if item.kind == "metric":
+            assert isinstance(item.rule, MetricRule) and isinstance(item.test, MetricTest)
+            return run_metric_test(engine, item.rule, item.test, item.index)
         if item.kind == "job":
             assert item.case is not None
             return run_job_test(engine, item.case)  # type: ignore[arg-type]
@@ -114,8 +122,8 @@ def run_tests(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: s
 
 # ---- describing a failure ----------------------------------------------------------------
 
-_JOB_FIELDS = ("outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "symptoms",
-               "absent_symptoms", "ambiguous", "confidence")
+_JOB_FIELDS = ("outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
+               "interesting_symptoms", "symptoms", "absent_symptoms", "ambiguous", "confidence")
 
 
 def _fmt(v: Any) -> str:
@@ -146,7 +154,7 @@ def job_diff(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
                     out.append(f"+ symptom {s}   (must be absent)")
             continue
         got = actual.get(k)
-        if k in ("bad_nodes", "affected_nodes"):
+        if k in ("bad_nodes", "affected_nodes", "interesting_nodes"):
             want, got = sorted(want), sorted(got or [])
         if want == got or (k == "ambiguous" and bool(want) == bool(got)):
             out.append(f"  {k}: {_fmt(want)}")
@@ -181,5 +189,6 @@ def describe(result: TestResult) -> list[str]:
         return [result.error]
     body = list(result.mismatches)
     body.append("expected (-) vs actual (+):")
-    diff = line_diff(result.expected, result.actual) if result.kind == "line" else job_diff(result.expected, result.actual)
+    diff = (line_diff(result.expected, result.actual) if result.kind in ("line", "metric")
+            else job_diff(result.expected, result.actual))
     return body + ["  " + x for x in diff]

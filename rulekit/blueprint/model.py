@@ -3,7 +3,7 @@ one collector's `Coverage`, and `ConnectorError`.
 
 An Attempt is what an execution-context connector establishes about one try of
 one workload; `job_record()` turns it into the Service's job payload so one
-parser (`rulekit.service.payload.build_job`) reads it.  No I/O here.
+parser (`rulekit.inputs.jobrecord.parse_job_record`, the one job-record schema) reads it.  No I/O here.
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from rulekit.blueprint.metrics_shape import series_dict
 from rulekit.blueprint.model import Attempt, ConnectorError, Coverage, Window, iso
 from rulekit.engine.session import Session
 from rulekit.inputs.observation import Observation
-from rulekit.service.payload import PayloadError, build_job
+from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 
 SCHEMA = "rulekit.blueprint.result/1"
 
@@ -87,8 +87,8 @@ class Attributor:
         if self.service_url:
             return self._post(attempt, observations, metrics)
         try:
-            job = build_job(attempt.job_record())
-        except PayloadError as e:
+            job = parse_job_record(attempt.job_record())  # the one job-record schema (job.toml, the Service)
+        except JobRecordError as e:
             raise ConnectorError(f"the attempt's job record is invalid: {e}") from None
         # the payload reader keeps no times; the engine dates year-less syslog lines from the start
         job = dataclasses.replace(job, start=attempt.start, end=attempt.end)

@@ -1,97 +1,141 @@
-"""`rulekit serve`: the attribution Service over HTTP (stdlib server, JSON).
+"""`rulekit serve`: the Attribution Service on uvicorn (see docs/service.md).
 
-At start-up it loads the corpus once and runs the corpus's inline tests (a
-failing test stops the start unless --no-self-test).  Endpoints:
-  GET  /v1/health     -> {"status": "ok", "rules": N, "symptoms": N}
-  GET  /v1/symptoms   -> the symptom registry
-  POST /v1/attribute  -> rulekit.service.payload.attribute_payload (400 with a message on a bad payload)
-Rules are never uploaded over the API.
+Start-up as the article says: load the catalog, run its inline tests (lines,
+metric series) and job tests, and refuse to start (exit 2) when one fails,
+unless --allow-failing-tests.  Then bind the port (a busy or impossible port is
+a one-line error and exit 2, never a traceback) and serve: one process with
+--workers 1, else uvicorn's supervisor and N spawned workers, each loading the
+corpus once.  SIGINT/SIGTERM shut down gracefully (in-flight requests finish,
+up to --graceful-timeout seconds).  The bearer token, if any, comes from
+RULEKIT_SERVICE_TOKEN.  Prints the listening URL on stderr.
 """
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import shutil
+import socket
+import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from rulekit.cli.app import app
 
-MAX_BODY = 256 << 20
-
-
-def make_server(engine: Any, host: str, port: int) -> ThreadingHTTPServer:
-    from rulekit.service.payload import PayloadError, attribute_payload
-
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body, default=str).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server naming
-            if self.path == "/v1/health":
-                self._send(200, {"status": "ok", "rules": len(engine.rules), "symptoms": len(engine.registry)})
-            elif self.path == "/v1/symptoms":
-                self._send(200, [{"name": s.name, "outcome": s.outcome, "sub_domain": s.sub_domain, "rank": s.rank,
-                                  "docs": s.docs, "aliases": list(s.aliases)} for s in engine.registry.all()])
-            else:
-                self._send(404, {"error": f"no such endpoint: {self.path}"})
-
-        def do_POST(self) -> None:  # noqa: N802
-            if self.path != "/v1/attribute":
-                self._send(404, {"error": f"no such endpoint: {self.path}"})
-                return
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-            except ValueError:
-                length = -1
-            if length < 0 or length > MAX_BODY:
-                self._send(413 if length > MAX_BODY else 400, {"error": "a Content-Length up to 256 MiB is required"})
-                return
-            try:
-                payload = json.loads(self.rfile.read(length) or b"null")
-            except json.JSONDecodeError as e:
-                self._send(400, {"error": f"the body is not JSON: {e.msg} at line {e.lineno} column {e.colno}"})
-                return
-            try:
-                self._send(200, attribute_payload(engine, payload))
-            except PayloadError as e:
-                self._send(400, {"error": str(e)})
-
-        def log_message(self, fmt: str, *args: Any) -> None:  # quiet by default
-            return
-
-    return ThreadingHTTPServer((host, port), Handler)
-
 
 @app.command()
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8000, help="Port to listen on."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default; see docs/service.md "
+                                                "before exposing it)."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on (0: any free port)."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes (each loads the corpus once)."),
     rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: bundled."),
-    self_test: bool = typer.Option(True, "--self-test/--no-self-test", help="Run the inline tests at start-up."),
+    allow_failing_tests: bool = typer.Option(False, "--allow-failing-tests",
+                                             help="Serve even if a start-up test fails (health says degraded)."),
+    max_body_mb: float = typer.Option(64.0, min=0.001, max=4096, help="Largest request body (MiB); larger: 413."),
+    header_timeout: float = typer.Option(10.0, min=0.1, help="Seconds a client has to send complete headers."),
+    body_timeout: float = typer.Option(30.0, min=0.1, help="Seconds between two chunks of a request body (408)."),
+    job_ttl: float = typer.Option(900.0, min=1.0, help="Seconds an open job may stay idle before it is retired."),
+    max_jobs: int = typer.Option(1000, min=1, help="Open jobs at most (POST /v1/jobs answers 429 beyond)."),
+    graceful_timeout: int = typer.Option(30, min=0, help="Seconds in-flight requests get at shutdown."),
+    state_dir: Optional[Path] = typer.Option(None, help="Folder for open jobs (default: a fresh temporary one)."),
+    access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
 ) -> None:
-    """Serve attribution over HTTP (POST /v1/attribute)."""
-    from rulekit.cli.attribute import _load
-    from rulekit.analysis.testing import run_inline_tests
+    """Serve attribution over HTTP (FastAPI on uvicorn): POST /v1/attribute, the /v1/jobs cycle, /v1/health."""
+    from rulekit.cli.render import print_diagnostics
+    from rulekit.diagnostics import Severity
+    from rulekit.service.settings import ServiceSettings, token_from_env
+    from rulekit.service.startup import CorpusError, load_service_corpus, self_test
 
-    engine = _load(rules)
-    if self_test:
-        failed = [t for t in run_inline_tests(engine) if not t.passed]
-        if failed:
-            for t in failed[:20]:
-                typer.echo(f"self-test failed: {t.span}: {t.name}: {'; '.join(t.mismatches) or t.error}", err=True)
-            raise typer.Exit(2)
-    server = make_server(engine, host, port)
-    typer.echo(f"rulekit serving {len(engine.rules)} rules on http://{host}:{server.server_address[1]}", err=True)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        engine, digest, load = load_service_corpus([str(r) for r in rules] if rules else None)
+    except CorpusError as e:
+        print_diagnostics([d for d in e.load.diagnostics if d.severity is Severity.ERROR], e.load.texts, err=True)
+        typer.echo("error: the rules do not load; not starting", err=True)
+        raise typer.Exit(2)
+    summary = self_test(engine)
+    if not summary["ok"]:
+        for f in summary["failures"]:
+            typer.echo(f"start-up test failed: {f['where']}: {f['kind']} test `{f['name']}`: {f['why']}", err=True)
+        if not allow_failing_tests:
+            typer.echo(f"error: {summary['failed']} of {summary['total']} start-up tests fail; not starting "
+                       "(fix the rules, or pass --allow-failing-tests to serve anyway)", err=True)
+            raise typer.Exit(2)
+        typer.echo(f"warning: serving with {summary['failed']} failing start-up tests (--allow-failing-tests)", err=True)
+
+    try:
+        sock = _bind(host, port)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        if e.errno == 98:
+            reason = "the address is already in use (another server on that port?)"
+        typer.echo(f"error: cannot listen on {host}:{port}: {reason}", err=True)
+        raise typer.Exit(2)
+    own_state = state_dir is None
+    state = Path(tempfile.mkdtemp(prefix="rulekit-jobs-")) if own_state else state_dir
+    assert state is not None
+    state.mkdir(parents=True, exist_ok=True)
+    settings = ServiceSettings(host=host, port=sock.getsockname()[1], workers=workers,
+                               rules=[str(Path(r).resolve()) for r in rules] if rules else [],
+                               max_body_bytes=int(max_body_mb * (1 << 20)), header_timeout_s=header_timeout,
+                               body_timeout_s=body_timeout, job_ttl_s=job_ttl, max_open_jobs=max_jobs,
+                               state_dir=str(state), allow_failing_tests=allow_failing_tests,
+                               access_log=access_log, graceful_shutdown_s=graceful_timeout)
+    token = token_from_env()
+    typer.echo(f"rulekit serving {len(engine.rules)} rules (corpus {digest[:12]}, {summary['passed']}/"
+               f"{summary['total']} start-up tests pass) on http://{_url_host(host)}:{settings.port} with "
+               f"{workers} worker{'s' if workers > 1 else ''}{', bearer token required' if token else ''}", err=True)
+    try:
+        _run(engine, settings, sock, digest, summary, token)
     finally:
-        server.server_close()
+        sock.close()
+        if own_state:
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run(engine, settings, sock: socket.socket, digest: str, summary: dict, token: str | None) -> None:
+    import uvicorn
+
+    from rulekit.service.limits import TimedH11Protocol
+    from rulekit.service.settings import SETTINGS_ENV
+    from rulekit.service.worker import SELF_TEST_ENV
+
+    TimedH11Protocol.header_timeout = settings.header_timeout_s
+    common = dict(http=TimedH11Protocol, lifespan="on", access_log=settings.access_log,
+                  timeout_keep_alive=settings.keep_alive_s, timeout_graceful_shutdown=settings.graceful_shutdown_s,
+                  limit_concurrency=settings.max_concurrency, backlog=settings.backlog, proxy_headers=False,
+                  server_header=False, log_level="info")
+    if settings.workers == 1:
+        from rulekit.service.app import create_app
+
+        for source, fmt in (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm")):
+            engine.scan_plan(source, fmt)
+        asgi = create_app(engine, settings, corpus_hash=digest, self_test=summary, token=token)
+        uvicorn.Server(uvicorn.Config(asgi, **common)).run(sockets=[sock])
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[SETTINGS_ENV] = settings.to_env()
+    os.environ[SELF_TEST_ENV] = json.dumps({"corpus_hash": digest, "summary": summary})
+    config = uvicorn.Config("rulekit.service.worker:create_worker_app", factory=True, workers=settings.workers,
+                            **common)
+    del engine  # each worker loads its own
+    Multiprocess(config, sockets=[sock]).run()

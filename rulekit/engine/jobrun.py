@@ -27,6 +27,7 @@ def attribute_dir(engine: Any, job_dir: str | Path, progress: Callable[[int], No
         begin(jd.total_bytes())
     with Session(engine, jd.job) as s:
         s.ingest_batch(jd.observations, progress)
+        s.ingest_metrics(jd.metrics)
         result = s.attribute(with_trace=with_trace)
     if jd.notes:
         result["notes"] = [d.to_dict() for d in jd.notes]

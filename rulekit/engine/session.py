@@ -1,4 +1,5 @@
-"""A Session attributes one job: `ingest()` / `ingest_batch()` and `attribute()`
+"""A Session attributes one job: `ingest()` / `ingest_batch()` (log observations
+and metric series; `ingest_metrics()` for series alone) and `attribute()`
 in any order, any number of times (the spec's Ingest-Attribution Cycle).
 
 Ingestion only extracts (append-only).  `attribute()` checkpoints the job's
@@ -13,7 +14,9 @@ from typing import Any, Callable, Iterable
 
 from rulekit.rules.corpus import RuleEngine
 from rulekit.inputs.jobinfo import JobInfo
+from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
+from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import (
     REPEAT_CAP,
     AttributionState,
@@ -40,6 +43,7 @@ class Session:
         self.manager = manager or EventManager(engine.rule_names())
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
         self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap)
+        self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []
         self.observations: list[str] = []
@@ -55,14 +59,27 @@ class Session:
             self.manager.restore(self.context_id)
             self._checkpointed = False
 
-    def ingest(self, obs: Observation, progress: Callable[[int], None] | None = None) -> int:
-        """Extract events from one observation; returns how many were added."""
+    def ingest(self, obs: Observation | MetricSeries, progress: Callable[[int], None] | None = None) -> int:
+        """Extract events from one observation (or run the metric rules over one
+        metric series); returns how many were added."""
+        if isinstance(obs, MetricSeries):
+            return self.ingest_metrics([obs])
         self._restore()
         self.observations.append(obs.name)
         return self._extraction.apply(obs, progress)
 
-    def ingest_batch(self, observations: Iterable[Observation], progress: Callable[[int], None] | None = None) -> int:
+    def ingest_batch(self, observations: Iterable[Observation | MetricSeries],
+                     progress: Callable[[int], None] | None = None) -> int:
         return sum(self.ingest(o, progress) for o in observations)
+
+    def ingest_metrics(self, series: Iterable[MetricSeries]) -> int:
+        """Run the corpus's metric rules over metric series; returns the events added."""
+        self._restore()
+        added = 0
+        for s in series:
+            self.observations.append(s.label)
+            added += self._metrics.apply(s)
+        return added
 
     def attribute(self, with_trace: bool = False) -> dict[str, Any]:
         """Filter, refine, collect and report over everything ingested so far."""

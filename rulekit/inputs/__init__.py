@@ -1,7 +1,8 @@
-"""Job records and evidence readers: `JobInfo` and its builder, `Observation`,
-the job-directory reader (job.toml, applog/, syslog/, fr/, observations.jsonl), and
-PyTorch flight-recorder dumps (`flight_recorder`: the safe reader; `fr_analysis`:
-the pure cross-rank matching the bundled flight-recorder rules call).
+"""Job records and evidence readers: the one job-record schema (`jobrecord`),
+`JobInfo` and its builder, `Observation`, `MetricSeries`, the job-directory
+reader (job.toml, applog/, syslog/, fr/, observations.jsonl), and PyTorch
+flight-recorder dumps (`flight_recorder`: the safe reader; `fr_analysis`: the
+pure cross-rank matching the bundled flight-recorder rules call).
 
 Reads, validates and analyses input data; runs no rules.  May import the core, `extract` and
 `rules`; must not import `engine` or anything above it.

@@ -14,30 +14,28 @@ bytes of each log: logs are streamed by extraction.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from pydantic import ValidationError
+
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
-from rulekit.inputs.jobinfo import (
-    SLURM_STATES,
-    ExecutionCancellation,
-    JobInfo,
-    JobInfoBuilder,
-    JobInfoError,
-    SchedulerFailure,
-)
 from rulekit.inputs.entries import check_record_file, inspect_entry
+from rulekit.inputs.jobinfo import JobInfo
+from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
+from rulekit.inputs.metrics import MetricRecord, MetricSeries
 from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
                                             read_dump_file)
 from rulekit.inputs.observation import Observation
-from rulekit.rules.toml_frontend import toml_error_span
+from rulekit.rules.toml_frontend import Locator, toml_error_span
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
 KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
-JOB_KEYS = {"id", "state", "nodes", "start", "end", "failed_node", "exit_code", "tasks_per_node", "ranks"}
+_RANK_MSG = re.compile(r"^rank '?([^ ']+)'? ")
+SCHEDULER_TABLES = ("allocation_failure", "execution_cancellation")
 
 
 @dataclass
@@ -46,6 +44,7 @@ class JobDir:
     job: JobInfo
     observations: list[Observation]
     notes: list[Diagnostic] = field(default_factory=list)
+    metrics: list[MetricSeries] = field(default_factory=list)  # observations.jsonl's `"kind": "metric"` records
 
     def total_bytes(self) -> int:
         return sum(o.size() for o in self.observations)
@@ -55,30 +54,14 @@ def _bad(path: Path, msg: str, span: Span | None = None, code: str = "RK502") ->
     return RulekitError(Diagnostic(code, msg, span or Span(str(path), 1, 1)))
 
 
-def _dt(v: Any, what: str, path: Path) -> datetime | None:
-    if v is None:
-        return None
-    if isinstance(v, datetime):
-        return v
-    if isinstance(v, date):
-        return datetime.combine(v, time(), tzinfo=timezone.utc)
-    if isinstance(v, str):
-        try:
-            return datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise _bad(path, f"`{what}` is not an RFC 3339 timestamp: {v!r}") from None
-    raise _bad(path, f"`{what}` must be a timestamp")
-
-
 def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobInfo:
-    try:
-        return _read_job_toml(path, default_id, syslog_nodes)
-    except JobInfoError as e:  # the builder's checks: point at job.toml
-        raise RulekitError([d if d.span else d.with_span(Span(str(path), 1, 1)) for d in e.diagnostics]) from None
+    """job.toml -> JobInfo through the one job-record schema (`rulekit.inputs.jobrecord`).
 
-
-def _read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobInfo:
+    `[job]` holds the record's keys; `[allocation_failure]` and
+    `[execution_cancellation]` are top-level tables.  Every problem is reported
+    once, at its key's line and column."""
     data: dict[str, Any] = {}
+    text = ""
     problem = check_record_file(path, "job.toml")
     if problem is not None:
         raise RulekitError(problem)
@@ -91,52 +74,58 @@ def _read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobI
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             raise _bad(path, f"job.toml is not valid TOML: {e}", toml_error_span(e, text, str(path))) from None
+    loc = Locator(text, str(path))
     job = data.get("job", {})
     if not isinstance(job, dict):
-        raise _bad(path, "`job` must be a table: write `[job]`")
-    unknown = set(job) - JOB_KEYS
-    if unknown:
-        raise _bad(path, f"unknown key(s) in [job]: {', '.join(sorted(unknown))}; known: {', '.join(sorted(JOB_KEYS))}")
-    state = job.get("state")
-    if state is not None:
-        if not isinstance(state, str):
-            raise _bad(path, "`state` must be a string such as FAILED")
-        base = state.upper().split()[0].rstrip("+")
-        if base not in SLURM_STATES:
-            raise _bad(path, f"unknown job state {state!r}; expected one of {', '.join(sorted(SLURM_STATES))}")
-        state = base
-    nodes = job.get("nodes", syslog_nodes)
-    if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
-        raise _bad(path, "`nodes` must be a list of node names")
-    ranks = job.get("ranks", {})
-    if not isinstance(ranks, dict):
-        raise _bad(path, "`[job.ranks]` must map rank numbers to node names")
+        raise _bad(path, "`job` must be a table: write `[job]`", loc.key(loc.top(), "job"))
+    record: dict[str, Any] = dict(job)
+    record.setdefault("id", default_id)
+    record.setdefault("nodes", syslog_nodes)
+    for table in SCHEDULER_TABLES:
+        if table in data:
+            if table in job:
+                raise _bad(path, f"`{table}` is given twice (in [job] and as [{table}])",
+                           _span_of(loc, (table,), in_job=False))
+            record[table] = data[table]
     try:
-        ranks = {int(k): v for k, v in ranks.items()}
-    except ValueError:
-        raise _bad(path, "`[job.ranks]` keys must be rank numbers") from None
-    for r, n in ranks.items():
-        if n not in nodes:
-            raise _bad(path, f"rank {r} is mapped to {n!r}, which is not in `nodes`")
-    tpn = job.get("tasks_per_node")
-    if tpn is not None and (not isinstance(tpn, int) or isinstance(tpn, bool) or tpn < 1):
-        raise _bad(path, "`tasks_per_node` must be a positive integer")
-    exit_code = job.get("exit_code")
-    b = JobInfoBuilder(str(job.get("id", default_id)), state, tuple(nodes), start=_dt(job.get("start"), "start", path),
-                       end=_dt(job.get("end"), "end", path), failed_node=job.get("failed_node"),
-                       exit_code=str(exit_code) if exit_code is not None else None, tasks_per_node=tpn, ranks=ranks)
-    af = data.get("allocation_failure")
-    if isinstance(af, dict):
-        b.allocation_failure(SchedulerFailure(
-            allocation_id=str(af.get("allocation_id", "")), state=str(af.get("state", "")),
-            failed_node=af.get("failed_node"), source=str(af.get("source", "scheduler")),
-            time=_dt(af.get("time"), "allocation_failure.time", path)))
-    ec = data.get("execution_cancellation")
-    if isinstance(ec, dict):
-        b.execution_cancellation(ExecutionCancellation(
-            record_id=str(ec.get("record_id", "")), cancelled_by=str(ec.get("cancelled_by", "")),
-            source_time=_dt(ec.get("source_time"), "execution_cancellation.source_time", path)))
-    return b.build()
+        return parse_job_record(record)
+    except JobRecordError as e:
+        diags = []
+        for where, msg in e.problems:
+            m = _RANK_MSG.match(msg)
+            if where == ("ranks",) and m:  # a rank's problem: point at that rank's key
+                where = ("ranks", m.group(1))
+            in_job = not where or where[0] not in SCHEDULER_TABLES or where[0] in job
+            diags.append(Diagnostic("RK502", f"`{_dotted(where[:1] if m else where)}`: {msg}" if where else msg,
+                                    _span_of(loc, where, in_job=in_job)))
+        raise RulekitError(diags) from None
+
+
+def _dotted(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _span_of(loc: Locator, where: tuple, in_job: bool = True) -> Span:
+    """The line:col of a record field in job.toml ([job] key, [job.ranks] entry, scheduler table key)."""
+    if not where:
+        regions = loc.tables("job")
+        return loc.header(regions[0]) if regions else Span(loc.path, 1, 1)
+    head = str(where[0])
+    if not in_job:
+        regions = loc.tables(head)
+        if not regions:
+            return loc.key(loc.top(), head)
+        return loc.key(regions[0], str(where[1])) if len(where) > 1 else loc.header(regions[0])
+    if head == "ranks":
+        sub = loc.tables("job.ranks")
+        if sub:
+            return loc.key(sub[0], str(where[1])) if len(where) > 1 else loc.header(sub[0])
+    if head in SCHEDULER_TABLES:
+        sub = loc.tables(f"job.{head}")
+        if sub:
+            return loc.key(sub[0], str(where[1])) if len(where) > 1 else loc.header(sub[0])
+    regions = loc.tables("job")
+    return loc.key(regions[0] if regions else loc.top(), head)
 
 
 def read_job_dir(path: str | Path) -> JobDir:
@@ -182,18 +171,19 @@ def read_job_dir(path: str | Path) -> JobDir:
     if fr_dir.is_dir():
         obs.extend(read_fr_dir(root, fr_dir, notes))
     jsonl = root / "observations.jsonl"
+    metrics: list[MetricSeries] = []
     problem = check_record_file(jsonl, "observations.jsonl")
     if problem is not None:
         notes.append(problem)
     elif jsonl.exists():
-        recs, bad = read_observations_jsonl(jsonl)
+        recs, bad = read_observations_jsonl(jsonl, metrics)
         obs.extend(recs)
         notes.extend(bad)
     for p in sorted(root.iterdir()):
         if p.name not in KNOWN_TOP and not p.name.startswith("."):
             notes.append(Diagnostic("RK504", f"ignored `{p.name}` (not part of a job directory)", Span(str(p), 1, 1)))
-    jd = JobDir(root, job, obs, notes)
-    if not obs or jd.total_bytes() == 0:
+    jd = JobDir(root, job, obs, notes, metrics)
+    if (not obs or jd.total_bytes() == 0) and not metrics:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
 
@@ -232,9 +222,12 @@ def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Obser
     return out
 
 
-def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnostic]]:
+def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = None
+                            ) -> tuple[list[Observation], list[Diagnostic]]:
     """Normalized Observation records, one JSON object a line:
-    {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...])."""
+    {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...]),
+    and metric series {"kind": "metric", "node", "name", "labels", "samples": [[t, v], ...]}
+    (appended to `metrics`; without that list they are noted and skipped)."""
     out: list[Observation] = []
     diags: list[Diagnostic] = []
     current: Observation | None = None
@@ -253,6 +246,10 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                     out.append(observation_from_record(rec, f"{path.name}:{n}"))
                 except FRDumpError as e:
                     diags.append(Diagnostic("RK507", str(e), Span(str(path), n, 1)))
+                current = None
+                continue
+            if isinstance(rec, dict) and rec.get("kind", "log") != "log":
+                diags.extend(_other_kind(rec, path, n, metrics))
                 current = None
                 continue
             if not isinstance(rec, dict) or not isinstance(rec.get("source"), str):
@@ -275,3 +272,21 @@ def read_observations_jsonl(path: Path) -> tuple[list[Observation], list[Diagnos
                 lines = [f"{rec['timestamp']} {x}" if not x.startswith(rec["timestamp"]) else x for x in lines]
             current.lines.extend(lines)
     return out, diags
+
+
+def _other_kind(rec: dict, path: Path, n: int, metrics: list[MetricSeries] | None) -> list[Diagnostic]:
+    """A record of another observation kind (`metric`; `flight_recorder` is read above)."""
+    if rec.get("kind") != "metric":
+        return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; "
+                           "known: log, metric, flight_recorder",
+                           Span(str(path), n, 1))]
+    try:
+        series = MetricRecord.model_validate(rec).to_series()
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        return [Diagnostic("RK503", f"metric record: `{where}`: {err.get('msg')}", Span(str(path), n, 1))]
+    if metrics is None:
+        return [Diagnostic("RK503", "metric records are not read here", Span(str(path), n, 1))]
+    metrics.append(series)
+    return []

@@ -1,7 +1,7 @@
 """The RuleEngine: an immutable, validated corpus organised for execution.
 
-Rules by phase (extractors, accumulators, filters and refiners in priority
-order, collectors), the symptom registry, compiled patterns and one scanner
+Rules by phase (extractors, accumulators, metric rules, filters and refiners
+in priority order, collectors), the symptom registry, compiled patterns and one scanner
 (acceleration structure) per (source, format) combination, built on first use
 and cached.  Built only by `rulekit.rules.loader`; holds no per-job state.
 """
@@ -17,6 +17,7 @@ from rulekit.rules.model import (
     CollectorRule,
     ExtractorRule,
     FilterRule,
+    MetricRule,
     RefinerRule,
     Rule,
     RuleSet,
@@ -47,6 +48,7 @@ class RuleEngine:
         self.filters = tuple(sorted((r for r in rules if isinstance(r, FilterRule)), key=lambda r: r.priority))
         self.refiners = tuple(sorted((r for r in rules if isinstance(r, RefinerRule)), key=lambda r: r.priority))
         self.collectors = tuple(r for r in rules if isinstance(r, CollectorRule))
+        self.metric_rules = tuple(r for r in rules if isinstance(r, MetricRule))
         self.job_tests = tuple(ruleset.job_tests)
         self._plans: dict[tuple[str, str], ScanPlan] = {}
         self._all: ScanPlan | None = None

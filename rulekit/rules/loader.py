@@ -34,6 +34,7 @@ from rulekit.rules.model import (
     AccumulatorRule,
     CollectorRule,
     ExtractorRule,
+    MetricRule,
     FilterPriority,
     FilterRule,
     RefinerPriority,
@@ -126,6 +127,21 @@ class _RefinerType:
         v.check_priority(rule, RefinerPriority, "refiner")
         for s in rule.symptoms:
             v.use_symptom(s, rule.name, rule.span, emitted=False)
+
+
+@rule_type(RuleKind.METRIC)
+class _MetricType:
+    @staticmethod
+    def validate(rule: MetricRule, v: "_Validator") -> None:
+        e = rule.emit
+        if e.symptom and template_names(e.symptom):
+            v.add("RK107", f"emit of metric rule `{rule.name}` uses a template; a metric rule names its symptom",
+                  e.span or rule.span)
+        elif e.symptom:
+            v.use_symptom(e.symptom, rule.name, e.span or rule.span)
+        for t in rule.tests:
+            if t.symptom:
+                v.use_symptom(t.symptom, rule.name, t.span or rule.span, emitted=False)
 
 
 @rule_type(RuleKind.COLLECTOR)

@@ -43,6 +43,7 @@ class RuleKind(str, Enum):
     FILTER = "filter"
     REFINER = "refiner"
     COLLECTOR = "collector"
+    METRIC = "metric"
 
 
 class FilterPriority(IntEnum):
@@ -224,7 +225,60 @@ class CollectorRule:
     kind: RuleKind = RuleKind.COLLECTOR
 
 
-Rule = ExtractorRule | AccumulatorRule | FilterRule | RefinerRule | CollectorRule
+# ---- metric rules ---------------------------------------------------------------
+
+METRIC_AGGREGATES = ("value", "rate", "increase")
+METRIC_OPS = (">", ">=", "<", "<=", "==", "!=")
+
+
+@dataclass(frozen=True)
+class MetricCondition:
+    """`aggregate op threshold`, sustained for `for_s` seconds.
+
+    aggregate: `value` (the sample), `rate` (per-second increase of a counter over
+    `window_s`, counter resets handled as Prometheus does), `increase` (the
+    counter's increase over `window_s`).  Without `window_s`, rate and increase
+    look back to the previous sample."""
+
+    aggregate: str
+    op: str
+    threshold: float
+    for_s: float = 0.0
+    window_s: float | None = None
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class MetricTest:
+    """An inline test of a metric rule: one series' samples run through the rule alone."""
+
+    samples: tuple[tuple[float, float], ...]
+    expect: str  # an emit type or "nothing"
+    symptom: str | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    node: str = "node-under-test"
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    """A declarative rule on metric series: when a series of `metric` (with these
+    labels) meets `condition`, emit an event with `emit.symptom` on the series' node."""
+
+    name: str
+    author: str
+    span: Span
+    metric: str
+    condition: MetricCondition
+    emit: Emit
+    labels: tuple[tuple[str, str], ...] = ()
+    requires: tuple[str, ...] = ()
+    tests: tuple[MetricTest, ...] = ()
+    docs: str = ""
+    kind: RuleKind = RuleKind.METRIC
+
+
+Rule = ExtractorRule | AccumulatorRule | FilterRule | RefinerRule | CollectorRule | MetricRule
 
 
 @dataclass(frozen=True)
@@ -252,17 +306,29 @@ class ObservationSpec:
 
 
 @dataclass(frozen=True)
+class MetricSpec:
+    """A metric series in a job-level test case."""
+
+    node: str
+    name: str
+    samples: tuple[tuple[float, float], ...]
+    labels: tuple[tuple[str, str], ...] = ()
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class JobTestCase:
     """A job-level test: a few observations -> expected result (subset of fields).
 
     expect keys: outcome, sub_domain, root_cause (symptom), root_node, bad_nodes
-    (exact list), symptoms (must be present), absent_symptoms, ambiguous."""
+    and interesting_nodes (exact lists), interesting_symptoms (present on interesting nodes), symptoms (must be present), absent_symptoms, ambiguous."""
 
     name: str
     job: Mapping[str, Any]
     observations: tuple[ObservationSpec, ...]
     expect: Mapping[str, Any]
     span: Span | None = None
+    metrics: tuple[MetricSpec, ...] = ()
 
 
 @dataclass

@@ -21,13 +21,20 @@ from rulekit.rules.model import (
     ExtractorRule,
     JobTestCase,
     LineTest,
+    MetricCondition,
+    MetricRule,
+    MetricSpec,
+    MetricTest,
     ObservationSpec,
     OutcomeRule,
     RuleSet,
     Symptom,
 )
 
-TOP_KEYS = {"author", "symptom", "outcome_rule", "extractor", "family", "catalog"}
+TOP_KEYS = {"author", "symptom", "outcome_rule", "extractor", "family", "catalog", "metric_rule"}
+METRIC_RULE_KEYS = {"name", "author", "metric", "labels", "when", "for", "window", "emit", "requires", "docs", "test"}
+METRIC_TEST_KEYS = {"samples", "expect", "symptom", "labels", "node"}
+CASE_METRIC_KEYS = {"node", "name", "labels", "samples"}
 SYMPTOM_KEYS = {"name", "outcome", "sub_domain", "rank", "docs", "aliases", "blame", "action"}
 OUTCOME_RULE_KEYS = {"prefix", "outcome", "sub_domain", "rank", "blame", "action"}
 EXTRACTOR_KEYS = {"name", "author", "match_re", "source", "format", "requires", "docs", "emit", "test"}
@@ -38,10 +45,10 @@ TEMPLATE_KEYS = {"match_re", "emit", "source", "format", "requires", "docs"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
 CATALOG_KEYS = {"name", "author", "match_re", "key", "source", "format", "requires", "docs", "emit", "entries", "test"}
 ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
-CASE_KEYS = {"name", "job", "observation", "expect"}
+CASE_KEYS = {"name", "job", "observation", "metric", "expect"}
 OBS_KEYS = {"source", "node", "lines", "format"}
-EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms", "ambiguous",
-               "affected_nodes", "confidence"}
+EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
+               "interesting_symptoms", "symptoms", "absent_symptoms", "ambiguous", "confidence"}
 EXPECT_VALUES = set(EMIT_TYPES) | {"nothing"}
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
@@ -258,7 +265,101 @@ def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
         out.rules.extend(_family(ctx, tbl, reg))
     for tbl, reg in _each(ctx, data, "catalog"):
         out.rules.extend(_catalog(ctx, tbl, reg))
+    for tbl, reg in _each(ctx, data, "metric_rule"):
+        mr = _metric_rule(ctx, tbl, reg)
+        if mr:
+            out.rules.append(mr)
     return out, ctx.diags
+
+
+def _samples(ctx: _Ctx, raw: Any, span: Span, what: str) -> tuple[tuple[float, float], ...] | None:
+    ok = isinstance(raw, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in p)
+        for p in raw)
+    if not ok:
+        ctx.err("RK108", f"`samples` of {what} must be a list of [unix_seconds, value] pairs", span)
+        return None
+    return tuple(sorted(((float(t), float(v)) for t, v in raw), key=lambda p: p[0]))
+
+
+def _labels(ctx: _Ctx, raw: Any, span: Span, what: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        ctx.err("RK103", f"`labels` in {what} must be a table of strings, e.g. {{ device = \"mlx5_0\" }}", span)
+        return ()
+    return tuple(sorted((str(k), v) for k, v in raw.items()))
+
+
+def _metric_rule(ctx: _Ctx, tbl: dict, reg: Region | None) -> MetricRule | None:
+    from rulekit.rules.metricspec import parse_condition, parse_duration
+
+    name = tbl.get("name") if isinstance(tbl.get("name"), str) else None
+    what = f"metric rule `{name}`" if name else "a metric rule"
+    ctx.check_keys(tbl, METRIC_RULE_KEYS, reg, what)
+    name = ctx.need(tbl, "name", str, reg, what)
+    metric = ctx.need(tbl, "metric", str, reg, what)
+    when = ctx.need(tbl, "when", str, reg, what)
+    emit = _emit(ctx, tbl.get("emit"), reg, what)
+    if emit is not None and emit.type == "data":
+        ctx.err("RK104", f"emit of {what} must be a node event (bad_node, interesting_node), not `data`", emit.span)
+        emit = None
+    cond = None
+    if when is not None:
+        got = parse_condition(when)
+        if isinstance(got, str):
+            ctx.err("RK111", got, ctx.loc.value(reg, "when"))
+        else:
+            durations: dict[str, float | None] = {"for": 0.0, "window": None}
+            bad = False
+            for key in durations:
+                if key in tbl:
+                    d = parse_duration(tbl[key])
+                    if isinstance(d, str):
+                        ctx.err("RK111", f"`{key}` in {what}: {d}", ctx.loc.key(reg, key))
+                        bad = True
+                    else:
+                        durations[key] = d
+            if durations["window"] is not None and got[0] == "value":
+                ctx.err("RK111", f"`window` in {what} applies to rate and increase, not to `value`", ctx.loc.key(reg, "window"))
+                bad = True
+            if not bad:
+                cond = MetricCondition(got[0], got[1], got[2], float(durations["for"] or 0.0), durations["window"],
+                                       span=ctx.loc.value(reg, "when"))
+    labels = _labels(ctx, tbl.get("labels"), ctx.loc.key(reg, "labels"), what)
+    tests = []
+    regions = ctx.loc.tables("metric_rule.test", reg) if reg else []
+    raw_tests = tbl.get("test") or []
+    if isinstance(raw_tests, dict):
+        raw_tests = [raw_tests]
+    if not isinstance(raw_tests, list):
+        ctx.err("RK108", f"`test` in {what} must be an array of tables: write `[[metric_rule.test]]`", ctx.loc.key(reg, "test"))
+        raw_tests = []
+    for i, t in enumerate(raw_tests):
+        treg = regions[i] if i < len(regions) else None
+        tspan = ctx.loc.header(treg) if treg else ctx.loc.key(reg, "test")
+        if not isinstance(t, dict):
+            ctx.err("RK108", f"test case {i + 1} of {what} must be a table", tspan)
+            continue
+        ctx.check_keys(t, METRIC_TEST_KEYS, treg, f"a test case of {what}")
+        samples = _samples(ctx, t.get("samples"), ctx.loc.key(treg, "samples") if treg else tspan, f"test case {i + 1} of {what}")
+        expect = t.get("expect", emit.type if emit else "interesting_node")
+        if expect not in EXPECT_VALUES:
+            ctx.err("RK108", f"`expect` must be one of {', '.join(sorted(EXPECT_VALUES))}, not `{expect}`",
+                    ctx.loc.key(treg, "expect") if treg else tspan)
+            continue
+        node = t.get("node", "node-under-test")
+        if samples is None or not isinstance(node, str):
+            continue
+        tests.append(MetricTest(samples=samples, expect=expect, symptom=t.get("symptom") if isinstance(t.get("symptom"), str) else None,
+                                labels=_labels(ctx, t.get("labels"), tspan, f"test case {i + 1} of {what}") or labels,
+                                node=node, span=tspan))
+    if name is None or metric is None or cond is None or emit is None:
+        return None
+    return MetricRule(name=name, author=ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author),
+                      span=ctx.loc.value(reg, "name"), metric=metric, condition=cond, emit=emit, labels=labels,
+                      requires=ctx.str_list(tbl, "requires", reg, what), tests=tuple(tests),
+                      docs=ctx.typed(tbl, "docs", str, reg, what, default=""))
 
 
 def _each(ctx: _Ctx, data: dict, key: str) -> list[tuple[dict, Region | None]]:
@@ -550,8 +651,24 @@ def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagn
                 continue
             obs.append(ObservationSpec(source=o["source"], lines=tuple(str(x) for x in lines), node=o.get("node"),
                                        format=o.get("format", "text"), span=ctx.loc.header(oreg) if oreg else None))
+        metrics = []
+        met_regions = ctx.loc.tables("case.metric", reg) if reg else []
+        raw_met = tbl.get("metric", [])
+        for j, m in enumerate(raw_met if isinstance(raw_met, list) else []):
+            mreg = met_regions[j] if j < len(met_regions) else reg
+            mspan = ctx.loc.header(mreg) if mreg else Span(path, 1, 1)
+            if not isinstance(m, dict):
+                continue
+            ctx.check_keys(m, CASE_METRIC_KEYS, mreg, f"a metric of {what}")
+            samples = _samples(ctx, m.get("samples"), ctx.loc.key(mreg, "samples") if mreg else mspan, f"metric {j + 1} of {what}")
+            if not isinstance(m.get("node"), str) or not isinstance(m.get("name"), str):
+                ctx.err("RK108", f"metric {j + 1} of {what} needs `node` and `name`", mspan)
+                continue
+            if samples is not None:
+                metrics.append(MetricSpec(node=m["node"], name=m["name"], samples=samples,
+                                          labels=_labels(ctx, m.get("labels"), mspan, what), span=mspan))
         if name is None or expect is None:
             continue
         cases.append(JobTestCase(name=name, job=job or {}, observations=tuple(obs), expect=expect,
-                                 span=ctx.loc.value(reg, "name") if reg else Span(path, 1, 1)))
+                                 span=ctx.loc.value(reg, "name") if reg else Span(path, 1, 1), metrics=tuple(metrics)))
     return cases, ctx.diags

@@ -1,5 +1,6 @@
 """The Attribution Service: normalized observations in, one verdict per job
-out, over HTTP.  Rules are never uploaded; the corpus is loaded at start.
+out, over HTTP (FastAPI on uvicorn; docs/service.md).  Rules are never
+uploaded; the corpus is loaded at start and its tests run before serving.
 
 May import everything below it (core, `extract`, `rules`, `inputs`,
 `engine`, `analysis`); must not import `blueprint` or `cli`.

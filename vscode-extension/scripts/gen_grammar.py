@@ -31,10 +31,12 @@ OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled",
 CLAUSE_KEYWORDS = ("author", "outcome", "sub_domain", "rank", "blame", "action", "docs", "aliases", "source", "format", "requires",
                    "uses", "python", "match", "key", "emit", "node", "fields", "test", "with", "captures", "on",
                    "same", "anywhere", "for", "each", "at", "least", "add", "them", "any", "all", "prefer", "over",
-                   "and", "set", "gather", "from", "unique", "job", "observe", "expect")
+                   "and", "set", "gather", "from", "unique", "job", "observe", "expect", "metric", "labels",
+                   "window", "series")
 
 
-DECL_KEYWORDS = ("symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "case",
+DECL_KEYWORDS = ("symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "metric_rule",
+                 "case",
                  "member", "entry")
 ACTION_KEYWORDS = ("demote", "discard", "promote")
 CONDITION_KEYWORDS = ("when", "unless")

@@ -307,11 +307,49 @@ class ExpectClause(Node):
     table: Table
 
 
+@dataclass
+class MetricClause(Node):
+    """`metric "NAME" [labels { k = "v" }]`: the series a metric rule selects."""
+
+    name: Str
+    labels: Table | None = None
+
+
+@dataclass
+class MetricWhenClause(Node):
+    """`when AGGREGATE OP NUMBER [for DURATION] [window DURATION]`."""
+
+    aggregate: Name
+    op: Name
+    threshold: "Int | Float"
+    for_: Name | None = None  # duration text: `60s`, `5m` or seconds
+    window: Name | None = None
+
+
+@dataclass
+class SeriesTestClause(Node):
+    """`test series [[t, v], ...] [with {...}] [=> EXPECTATION]`: a metric rule's inline test."""
+
+    samples: ListV
+    options: Table | None
+    expect: "ExpectNothing | ExpectEvent | None"
+
+
+@dataclass
+class SeriesClause(Node):
+    """`series "NAME" on "NODE" [labels {...}] [[t, v], ...]` in a job test case."""
+
+    name: Str
+    node: Str
+    labels: Table | None
+    samples: ListV
+
+
 Clause = Union[
     AuthorClause, DocsClause, OutcomeClause, SubDomainClause, RankClause, AliasesClause, SourceClause,
     FormatClause, RequiresClause, UsesClause, MatchClause, KeyClause, EmitClause, TestClause, Param,
     MemberDecl, EntryDecl, FilterAction, PerNode, RefineWhen, RefineAlways, Prefer, OutcomeWhen, GatherClause,
-    JobClause, ObserveClause, ExpectClause,
+    JobClause, ObserveClause, ExpectClause, MetricClause, MetricWhenClause, SeriesTestClause, SeriesClause,
 ]
 
 
@@ -385,12 +423,17 @@ class CollectorDecl(Decl):
 
 
 @dataclass
+class MetricRuleDecl(Decl):
+    kind = "metric_rule"
+
+
+@dataclass
 class CaseDecl(Decl):
     kind = "case"
 
 
 Item = Union[FileAuthor, SymptomDecl, PrefixDecl, ExtractorDecl, FamilyDecl, CatalogDecl, FilterDecl,
-             RefinerDecl, CollectorDecl, CaseDecl]
+             RefinerDecl, CollectorDecl, MetricRuleDecl, CaseDecl]
 
 
 @dataclass

@@ -27,6 +27,10 @@ from rulekit.rules.model import (
     FilterRule,
     JobTestCase,
     LineTest,
+    MetricCondition,
+    MetricRule,
+    MetricSpec,
+    MetricTest,
     ObservationSpec,
     OutcomeRule,
     RefinerPriority,
@@ -39,19 +43,19 @@ DEFAULT_AUTHOR = "unknown"
 TEST_OPTIONS = {"source", "format", "node"}
 ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
-EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "symptoms", "absent_symptoms",
-               "ambiguous", "affected_nodes", "confidence"}
+EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
+               "interesting_symptoms", "symptoms", "absent_symptoms", "ambiguous", "confidence"}
 GROUP_PLACEHOLDERS = {"node", "count", "symptom", "symptoms"}
 SINGLE = (A.AuthorClause, A.DocsClause, A.OutcomeClause, A.SubDomainClause, A.RankClause, A.AliasesClause,
           A.BlameClause, A.ActionClause,
           A.SourceClause, A.FormatClause, A.RequiresClause, A.MatchClause, A.KeyClause, A.EmitClause,
-          A.JobClause, A.ExpectClause)
+          A.JobClause, A.ExpectClause, A.MetricClause, A.MetricWhenClause)
 CLAUSE_WORD = {A.AuthorClause: "author", A.DocsClause: "docs", A.OutcomeClause: "outcome",
                A.SubDomainClause: "sub_domain", A.RankClause: "rank", A.AliasesClause: "aliases",
                A.BlameClause: "blame", A.ActionClause: "action",
                A.SourceClause: "source", A.FormatClause: "format", A.RequiresClause: "requires",
                A.MatchClause: "match", A.KeyClause: "key", A.EmitClause: "emit", A.JobClause: "job",
-               A.ExpectClause: "expect"}
+               A.ExpectClause: "expect", A.MetricClause: "metric", A.MetricWhenClause: "when"}
 
 
 class _Compiler:
@@ -434,6 +438,91 @@ class _Compiler:
             name=d.name.value, author=self.rule_author(d), span=d.name.span, func=actions.build_collector(d),
             requires=self.words(d, A.RequiresClause), docs=self.docs(d), decl=d))
 
+    def d_metric_rule(self, d: A.MetricRuleDecl) -> None:
+        from rulekit.rules.metricspec import parse_condition, parse_duration
+
+        what = f"metric rule `{d.name.value}`"
+        mc = self.need(d, A.MetricClause, "`metric \"NAME\"`")
+        wc = self.need(d, A.MetricWhenClause, "a condition: `when rate > 10 [for 60s] [window 5m]`")
+        e = self.need(d, A.EmitClause, "`emit interesting_node \"SYMPTOM\"`")
+        emit = self.emit(e, what) if e else None
+        if emit is not None and emit.type == "data":
+            self.err("RK104", f"emit of {what} must be a node event (bad_node, interesting_node), not `data`", e.type.span)
+            emit = None
+        cond = None
+        if wc is not None:
+            got = parse_condition(f"{wc.aggregate.value} {wc.op.value} {wc.threshold.value}")
+            if isinstance(got, str):
+                self.err("RK111", got, wc.aggregate.span)
+            else:
+                durs: dict[str, float | None] = {"for": 0.0, "window": None}
+                bad = False
+                for key, tok in (("for", wc.for_), ("window", wc.window)):
+                    if tok is None:
+                        continue
+                    val = parse_duration(int(tok.value) if tok.value.isdigit() else tok.value)
+                    if isinstance(val, str):
+                        self.err("RK111", f"`{key}` in {what}: {val}", tok.span)
+                        bad = True
+                    else:
+                        durs[key] = val
+                if durs["window"] is not None and got[0] == "value":
+                    self.err("RK111", f"`window` in {what} applies to rate and increase, not to `value`", wc.window.span)
+                    bad = True
+                if not bad:
+                    cond = MetricCondition(got[0], got[1], got[2], float(durs["for"] or 0.0), durs["window"], span=wc.span)
+        labels = self.labels(mc.labels if mc else None, what)
+        tests = []
+        for t in d.all(A.SeriesTestClause):
+            samples = self.samples(t.samples, what)
+            opts = A.plain(t.options) if t.options is not None else {}
+            for k in opts:
+                if k not in ("node", "labels"):
+                    self.err("RK101", f"unknown test option `{k}` in {what}; known: labels, node", t.options.span, key=k)
+            if isinstance(t.expect, A.ExpectNothing):
+                expect, symptom = "nothing", None
+            elif isinstance(t.expect, A.ExpectEvent):
+                expect, symptom = t.expect.type.value, (t.expect.symptom.value if t.expect.symptom else None)
+                if expect not in EMIT_TYPES:
+                    self.err("RK108", f"a test of {what} expects `{expect}`; use nothing, {', '.join(EMIT_TYPES)}",
+                             t.expect.type.span)
+                    continue
+            else:
+                expect, symptom = (emit.type if emit else "interesting_node"), None
+            tlabels = opts.get("labels")
+            if samples is None:
+                continue
+            tests.append(MetricTest(samples=samples, expect=expect, symptom=symptom,
+                                    labels=tuple(sorted((str(k), str(v)) for k, v in tlabels.items()))
+                                    if isinstance(tlabels, dict) else labels,
+                                    node=str(opts.get("node", "node-under-test")), span=t.samples.span))
+        if mc is None or cond is None or emit is None:
+            return
+        self.out.rules.append(MetricRule(
+            name=d.name.value, author=self.rule_author(d), span=d.name.span, metric=mc.name.value, condition=cond,
+            emit=emit, labels=labels, requires=self.words(d, A.RequiresClause), tests=tuple(tests), docs=self.docs(d)))
+
+    def labels(self, t: A.Table | None, what: str) -> tuple[tuple[str, str], ...]:
+        if t is None:
+            return ()
+        out = []
+        for p in t.pairs:
+            if not isinstance(p.value, A.Str):
+                self.err("RK103", f"label `{p.key.value}` of {what} must be a string", p.value.span)
+                continue
+            out.append((p.key.value, p.value.value))
+        return tuple(sorted(out))
+
+    def samples(self, v: A.ListV, what: str) -> tuple[tuple[float, float], ...] | None:
+        pts = []
+        for it in v.items:
+            if not (isinstance(it, A.ListV) and len(it.items) == 2
+                    and all(isinstance(x, (A.Int, A.Float)) for x in it.items)):
+                self.err("RK108", f"samples of {what} must be a list of [unix_seconds, value] pairs", it.span)
+                return None
+            pts.append((float(it.items[0].value), float(it.items[1].value)))
+        return tuple(sorted(pts, key=lambda p: p[0]))
+
     def d_case(self, d: A.CaseDecl) -> None:
         what = f"test case `{d.name.value}`"
         job = d.first(A.JobClause)
@@ -448,9 +537,15 @@ class _Compiler:
                                     node=o.node.value if o.node else None,
                                     format=o.format.value if o.format else "text", span=o.span)
                     for o in d.all(A.ObserveClause))
+        metrics = []
+        for sc in d.all(A.SeriesClause):
+            samples = self.samples(sc.samples, what)
+            if samples is not None:
+                metrics.append(MetricSpec(node=sc.node.value, name=sc.name.value, samples=samples,
+                                          labels=self.labels(sc.labels, what), span=sc.span))
         self.out.job_tests.append(JobTestCase(
             name=d.name.value, job=A.plain(job.table) if job else {}, observations=obs,
-            expect=A.plain(exp.table), span=d.name.span))
+            expect=A.plain(exp.table), span=d.name.span, metrics=tuple(metrics)))
 
 
 def _text(v: Any) -> str:

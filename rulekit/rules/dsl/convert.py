@@ -188,6 +188,8 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
             cl.append(A.EntryDecl(G, key, _table(entry)))
         cl += _fix_default_expects(_tests(c.get("test")), first_type)
         items.append(A.CatalogDecl(G, _n(c["name"]), cl))
+    for mr in data.get("metric_rule", []):
+        items.append(A.MetricRuleDecl(G, _n(mr["name"]), _metric_clauses(mr)))
     for case in data.get("case", []):
         cl = []
         if case.get("job"):
@@ -199,9 +201,53 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
             cl.append(A.ObserveClause(G, _word(o["source"]), _s(o["node"]) if o.get("node") is not None else None,
                                       _word(o["format"]) if o.get("format") not in (None, "text") else None,
                                       [_s(str(x)) for x in lines]))
+        for m in case.get("metric", []):
+            cl.append(A.SeriesClause(G, _s(m["name"]), _s(m["node"]),
+                                     _table(m["labels"]) if m.get("labels") else None, _val(m["samples"])))
         cl.append(A.ExpectClause(G, _table(case.get("expect", {}))))
         items.append(A.CaseDecl(G, _s(case["name"]), cl))
     return render_module(A.Module(G, items, []))
+
+
+def _metric_clauses(mr: dict) -> list:
+    """The DSL clauses of one `[[metric_rule]]` table."""
+    import re
+
+    cl: list = []
+    if mr.get("author"):
+        cl.append(A.AuthorClause(G, _s(mr["author"])))
+    if mr.get("docs"):
+        cl.append(A.DocsClause(G, _s(mr["docs"])))
+    if mr.get("requires"):
+        cl.append(A.RequiresClause(G, [_word(x) for x in _list(mr["requires"])]))
+    cl.append(A.MetricClause(G, _s(mr["metric"]), _table(mr["labels"]) if mr.get("labels") else None))
+    m = re.match(r"^\s*(\w+)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$", mr["when"])
+    assert m is not None  # parse_rules accepted it
+    num = float(m.group(3))
+    thr: A.Int | A.Float = A.Int(G, int(num)) if num.is_integer() and "." not in m.group(3) and "e" not in m.group(3).lower() \
+        else A.Float(G, num)
+
+    def dur(v: Any) -> A.Name | None:
+        if v is None:
+            return None
+        if isinstance(v, (int, float)):
+            return _n(str(int(v))) if float(v).is_integer() else _n(f"{int(v * 1000)}ms")
+        return _n(str(v).replace(" ", ""))
+
+    cl.append(A.MetricWhenClause(G, _n(m.group(1)), _n(m.group(2)), thr, dur(mr.get("for")), dur(mr.get("window"))))
+    cl.append(_emit(mr["emit"]))
+    for t in mr.get("test", []) or []:
+        opts = {k: t[k] for k in ("node", "labels") if k in t}
+        expect: Any
+        if t.get("expect") == "nothing":
+            expect = A.ExpectNothing(G)
+        elif "expect" in t or "symptom" in t:
+            expect = A.ExpectEvent(G, _n(t.get("expect", mr["emit"].get("type", "bad_node"))),
+                                   _s(t["symptom"]) if t.get("symptom") else None, None, None)
+        else:
+            expect = None
+        cl.append(A.SeriesTestClause(G, _val(t["samples"]), _table(opts) if opts else None, expect))
+    return cl
 
 
 def _word(v: str) -> A.Name | A.Str:
@@ -307,10 +353,13 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
             if tests:
                 t.add("test", _aot(tests))
             add("catalog", t)
+        elif isinstance(item, A.MetricRuleDecl):
+            add("metric_rule", _metric_table(item))
         elif isinstance(item, A.CaseDecl):
             t = tomlkit.table()
             t.add("name", item.name.value)
             obs = []
+            series = []
             for c in item.clauses:
                 if isinstance(c, A.JobClause):
                     t.add("job", _inline(A.plain(c.table)))
@@ -323,6 +372,14 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
                         o.add("format", c.format.value)
                     o.add("lines", [s.value for s in c.lines])
                     obs.append(o)
+                elif isinstance(c, A.SeriesClause):
+                    sm = tomlkit.table()
+                    sm.add("node", c.node.value)
+                    sm.add("name", c.name.value)
+                    if c.labels is not None:
+                        sm.add("labels", _inline(A.plain(c.labels)))
+                    sm.add("samples", A.plain(c.samples))
+                    series.append(sm)
                 elif isinstance(c, A.ExpectClause):
                     exp = tomlkit.table()
                     for k, v in A.plain(c.table).items():  # type: ignore[union-attr]
@@ -330,6 +387,8 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
                     t.add("expect", exp)
             if obs:
                 t.add("observation", _aot(obs))
+            if series:
+                t.add("metric", _aot(series))
             add("case", t)
         elif isinstance(item, A.Decl):
             skipped.append(f"{item.kind} {item.name.value}")
@@ -340,6 +399,42 @@ def dsl_to_toml(text: str, path: str = "<dsl>") -> str:
         out = ("# not converted (DSL only: declarative filters, refiners and collectors have no TOML form):\n"
                + "".join(f"#   {s}\n" for s in skipped) + out)
     return out
+
+
+def _metric_table(item: A.MetricRuleDecl) -> Any:
+    import tomlkit
+
+    t = tomlkit.table()
+    t.add("name", item.name.value)
+    tests = []
+    for c in item.clauses:
+        if isinstance(c, A.MetricClause):
+            t.add("metric", c.name.value)
+            if c.labels is not None:
+                t.add("labels", _inline(A.plain(c.labels)))
+        elif isinstance(c, A.MetricWhenClause):
+            t.add("when", f"{c.aggregate.value} {c.op.value} {c.threshold.value}")
+            for key, tok in (("for", c.for_), ("window", c.window)):
+                if tok is not None:
+                    t.add(key, int(tok.value) if tok.value.isdigit() else tok.value)
+        elif isinstance(c, A.SeriesTestClause):
+            tt = tomlkit.table()
+            tt.add("samples", A.plain(c.samples))
+            if isinstance(c.expect, A.ExpectNothing):
+                tt.add("expect", "nothing")
+            elif isinstance(c.expect, A.ExpectEvent):
+                tt.add("expect", c.expect.type.value)
+                if c.expect.symptom:
+                    tt.add("symptom", c.expect.symptom.value)
+            if c.options is not None:
+                for k, v in A.plain(c.options).items():  # type: ignore[union-attr]
+                    tt.add(k, _inline(v) if isinstance(v, dict) else v)
+            tests.append(tt)
+        else:
+            _put_clause(t, c)
+    if tests:
+        t.add("test", _aot(tests))
+    return t
 
 
 def _aot(tables: list) -> Any:

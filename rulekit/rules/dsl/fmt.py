@@ -24,7 +24,7 @@ author symptom prefix extractor family catalog filter refiner collector case out
 source format requires uses python match key emit node fields test with nothing captures member entry demote
 discard promote on when unless same anywhere for each at least add them any all prefer over and set gather from
 unique job
-observe expect true false
+observe expect true false metric_rule metric labels window series
 """.split())
 INDENT = "  "
 
@@ -234,11 +234,45 @@ def clause_text(c) -> str:
         if c.unique:
             s += " unique"
         return s
+    if isinstance(c, A.MetricClause):
+        return f"metric {q(c.name.value)}" + (f" labels {table(c.labels)}" if c.labels is not None else "")
+    if isinstance(c, A.MetricWhenClause):
+        s = f"when {c.aggregate.value} {c.op.value} {value(c.threshold)}"
+        if c.for_ is not None:
+            s += f" for {c.for_.value}"
+        if c.window is not None:
+            s += f" window {c.window.value}"
+        return s
+    if isinstance(c, A.SeriesTestClause):
+        s = f"test series {value(c.samples)}"
+        if c.options is not None:
+            s += f" with {table(c.options)}"
+        return s + expect_text(c.expect)
+    if isinstance(c, A.SeriesClause):
+        s = f"series {q(c.name.value)} on {q(c.node.value)}"
+        if c.labels is not None:
+            s += f" labels {table(c.labels)}"
+        return s + f" {value(c.samples)}"
     if isinstance(c, A.JobClause):
         return f"job {table(c.table)}"
     if isinstance(c, A.ExpectClause):
         return f"expect {table(c.table)}"
     raise TypeError(f"no layout for {type(c).__name__}")
+
+
+def expect_text(e) -> str:
+    if isinstance(e, A.ExpectNothing):
+        return " => nothing"
+    if isinstance(e, A.ExpectEvent):
+        s = f" => {e.type.value}"
+        if e.symptom:
+            s += f" {q(e.symptom.value)}"
+        if e.node:
+            s += f" node {q(e.node.value)}"
+        if e.captures is not None:
+            s += f" captures {table(e.captures)}"
+        return s
+    return ""
 
 
 def scope_text(scope: str) -> str:

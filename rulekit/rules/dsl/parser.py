@@ -24,7 +24,7 @@ from rulekit.diagnostics import Diagnostic, Span
 from rulekit.rules.dsl import ast as A
 
 TOP_KEYWORDS = ("author", "symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner",
-                "collector", "case")
+                "collector", "metric_rule", "case")
 _TOP_LINE = re.compile(r"^(?:" + "|".join(TOP_KEYWORDS) + r")\b", re.M)
 # a line in column 1 shaped like a declaration header with a misspelt keyword (`extractr X {`)
 _HEADER_LIKE = re.compile(r"^[A-Za-z_][\w.-]*[ \t]+[^\n]*\{[ \t]*(?:#[^\n]*)?$", re.M)
@@ -37,6 +37,8 @@ TOKEN_WORDS = {
     "INT": "an integer",
     "FLOAT": "a number",
     "PLUS": "`+`",
+    "CMP": "a comparison (> >= < <= == !=)",
+    "DURATION": "a duration (60s, 5m, 1h)",
     "$END": "end of file",
 }
 
@@ -412,6 +414,9 @@ class _Builder:
     def collector_decl(self, t: Tree) -> A.CollectorDecl:
         return self._decl(A.CollectorDecl, t, self.word(t.children[0]), t.children[1:])
 
+    def metric_rule_decl(self, t: Tree) -> A.MetricRuleDecl:
+        return self._decl(A.MetricRuleDecl, t, self.word(t.children[0]), t.children[1:])
+
     def case_decl(self, t: Tree) -> A.CaseDecl:
         return self._decl(A.CaseDecl, t, self.string(t.children[0]), t.children[1:])
 
@@ -593,6 +598,56 @@ class _Builder:
         names, etype, pats, uniq = t.children
         return A.GatherClause(self.span(t), self.words(names), self.name(etype) if etype is not None else None,
                               self.strings(pats), uniq is not None)
+
+    def c_metric_cl(self, t):
+        name, labels = t.children
+        return A.MetricClause(self.span(t), self.string(name), self.table(labels.children[0]) if labels is not None else None)
+
+    def _duration(self, t) -> A.Name:
+        tok = t.children[0]
+        return A.Name(self.tspan(tok), tok.value)
+
+    def c_metric_when_cl(self, t):
+        agg, op, num, *rest = t.children
+        for_ = window = None
+        for r in rest:
+            if r is None:
+                continue
+            if r.data == "metric_for":
+                for_ = self._duration(r.children[0])
+            elif r.data == "metric_window":
+                window = self._duration(r.children[0])
+        return A.MetricWhenClause(self.span(t), self.name(agg), self.name(op), self.value(num), for_, window)
+
+    def c_series_test_cl(self, t):
+        samples, *rest = t.children
+        opts = expect = None
+        for r in rest:
+            if r is None:
+                continue
+            if r.data == "test_with":
+                opts = self.table(r.children[0])
+            elif r.data == "test_expect":
+                expect = self._expectation(r)
+        return A.SeriesTestClause(self.span(t), self.value(samples), opts, expect)
+
+    def _expectation(self, r):
+        e = r.children[0]
+        if e.data == "expect_nothing":
+            return A.ExpectNothing(self.span(r))
+        typ, sym, *more = e.children
+        node = caps = None
+        for m in more:
+            if m.data == "expect_node":
+                node = self.string(m.children[0])
+            elif m.data == "expect_captures":
+                caps = self.table(m.children[0])
+        return A.ExpectEvent(self.span(e), self.name(typ), self.string(sym) if sym is not None else None, node, caps)
+
+    def c_series_cl(self, t):
+        name, node, labels, samples = t.children
+        return A.SeriesClause(self.span(t), self.string(name), self.string(node.children[0]),
+                              self.table(labels.children[0]) if labels is not None else None, self.value(samples))
 
     def c_job_cl(self, t):
         return A.JobClause(self.span(t), self.table(t.children[0]))

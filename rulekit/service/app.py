@@ -1,0 +1,319 @@
+"""The Attribution Service's HTTP application (FastAPI): routes, errors, auth.
+
+`create_app(engine, settings, ...)` builds the ASGI app around one loaded
+corpus (one per worker process).  Routes:
+
+  POST   /v1/attribute                 job + observations -> result (one shot)
+  POST   /v1/jobs                      job record -> {"id"} (the spec's cycle)
+  POST   /v1/jobs/{id}/observations    ingest a batch (any number of times)
+  POST   /v1/jobs/{id}/attribute       preliminary / final result of what was ingested
+  GET    /v1/jobs/{id}                 what the open job holds
+  DELETE /v1/jobs/{id}                 retire it (Session.close(flush=False))
+  GET    /v1/health                    corpus hash, rule and symptom counts, self-test
+  GET    /v1/symptoms, /v1/rules       the registry and the rules (never uploaded)
+
+Errors are data: every rejection is `{"detail": [{"loc", "msg", "type"}]}` with
+the field's path in `loc` (400 for a body that is not JSON or not UTF-8, 413
+too large, 408 too slow, 401 bad token, 404, 405, 422 for a field, 429 when
+the job store is full); an unexpected exception is a 500 with an `error_id`
+that the server log repeats with the traceback.  Request bodies are parsed by
+pydantic straight from bytes.  CPU work runs in a thread, so the event loop
+keeps accepting connections.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import time
+import uuid
+from contextlib import asynccontextmanager
+from typing import Any, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rulekit.inputs.jobrecord import JobRecordError, problems_of
+from rulekit.engine.session import Session
+from rulekit.service.jobs import JobNotFound, JobStore, StoreFull
+from rulekit.service.limits import BodyLimit
+from rulekit.service.schema import (
+    AttributeRequest,
+    CreateJob,
+    ErrorBody,
+    Ingested,
+    JobCreated,
+    JobStatus,
+    ObservationBatch,
+)
+from rulekit.service.settings import ServiceSettings
+
+log = logging.getLogger("rulekit.service")
+
+API_VERSION = "1"
+ERRORS = {400: {"model": ErrorBody, "description": "not JSON / not UTF-8"},
+          401: {"model": ErrorBody, "description": "missing or wrong bearer token"},
+          413: {"model": ErrorBody, "description": "body over the size limit"},
+          422: {"model": ErrorBody, "description": "a field is invalid (`loc` names it)"},
+          500: {"model": ErrorBody, "description": "internal error (a bug), with an error id"}}
+JOB_ERRORS = {**ERRORS, 404: {"model": ErrorBody, "description": "no such open job"}}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, items: list[dict[str, Any]], headers: dict[str, str] | None = None):
+        self.status = status
+        self.items = items
+        self.headers = headers
+
+
+def _item(loc: list, msg: str, kind: str) -> dict[str, Any]:
+    return {"loc": loc, "msg": msg, "type": kind}
+
+
+def parse_body(model: type[BaseModel], raw: bytes) -> Any:
+    """Bytes -> a validated model, or ApiError(400 / 422) naming the field."""
+    if not raw.strip():
+        raise ApiError(400, [_item(["body"], "the request body is empty; send a JSON object", "empty_body")])
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as e:
+        items = []
+        bad_json = False
+        for err in e.errors(include_url=False, include_input=False):
+            kind = err.get("type", "value_error")
+            if kind == "json_invalid":
+                bad_json = True
+                msg = str(err.get("msg", "invalid JSON"))
+                ctx = err.get("ctx") or {}
+                if ctx.get("error"):
+                    what = "UTF-8 JSON" if "unicode" in str(ctx["error"]).lower() else "JSON"
+                    msg = f"the body is not valid {what}: {ctx['error']}"
+                items.append(_item(["body"], msg, kind))
+                continue
+            loc = ["body", *err.get("loc", ())]
+            msg = str(err.get("msg", "invalid"))
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, "):]
+            items.append(_item(loc, msg, kind))
+        if bad_json:
+            raise ApiError(400, [i for i in items if i["type"] == "json_invalid"]) from None
+        # our wording for the job record's fields (the same as the CLI's)
+        if items and all(i["loc"][:2] == ["body", "job"] for i in items):
+            try:
+                wording = {tuple(loc): msg for loc, msg in problems_of(e, skip=1)}
+                items = [dict(i, msg=wording.get(tuple(i["loc"][1:]), i["msg"])) for i in items]
+            except Exception:  # noqa: BLE001 - keep pydantic's words
+                pass
+        raise ApiError(422, items) from None
+
+
+def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_hash: str = "",
+               self_test: dict[str, Any] | None = None, token: str | None = None,
+               store: JobStore | None = None) -> Any:
+    """The ASGI application (FastAPI wrapped in the body limit) for one loaded corpus."""
+    settings = settings or ServiceSettings()
+    self_test = self_test or {"ok": None, "note": "not run"}
+    state_dir = settings.state_dir or os.path.join(os.environ.get("TMPDIR", "/tmp"), f"rulekit-jobs-{os.getpid()}")
+    jobs = store or JobStore(engine, state_dir, settings.job_ttl_s, settings.max_open_jobs)
+    started = time.time()
+
+    sweep_every = max(0.2, min(10.0, settings.job_ttl_s / 4))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        async def sweeper() -> None:  # idle jobs are retired even when no request comes
+            while True:
+                await asyncio.sleep(sweep_every)
+                try:
+                    await run_in_threadpool(jobs.sweep)
+                except Exception:  # noqa: BLE001 - logged, the next round tries again
+                    log.exception("sweeping idle jobs failed")
+
+        task = asyncio.create_task(sweeper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            jobs.close()
+
+    app = FastAPI(title="rulekit Attribution Service", version=API_VERSION, lifespan=lifespan,
+                  description="Normalized observations in, one verdict per job out. Rules are loaded at start-up "
+                              "and never uploaded. See docs/service.md.")
+
+    # ---- errors ----
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.items}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        msg = exc.detail if isinstance(exc.detail, str) else "error"
+        loc = ["path"] if exc.status_code in (404, 405) else []
+        return JSONResponse({"detail": [_item(loc, f"{msg}: {request.method} {request.url.path}", "http_error")]},
+                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        error_id = uuid.uuid4().hex[:16]
+        log.error("internal error %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
+        return JSONResponse({"detail": [_item([], f"internal error (a bug); quote error id {error_id}",
+                                              "internal_error")], "error_id": error_id}, status_code=500)
+
+    # ---- auth ----
+    def check_auth(request: Request) -> None:
+        if token is None:
+            return
+        got = request.headers.get("authorization", "")
+        scheme, _, value = got.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(value.strip().encode(), token.encode()):
+            raise ApiError(401, [_item(["header", "authorization"], "a valid `Authorization: Bearer <token>` is required",
+                                       "unauthorized")], {"WWW-Authenticate": 'Bearer realm="rulekit"'})
+
+    async def body_of(request: Request, model: type[BaseModel]) -> Any:
+        check_auth(request)
+        return parse_body(model, await request.body())
+
+    def job_call(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            try:
+                jobs.maybe_sweep(sweep_every)  # idle jobs are retired by whichever request comes first
+                return fn()
+            except JobNotFound as e:
+                raise ApiError(404, [_item(["path", "id"], f"no open job {str(e.args[0])[:80]!r} "
+                                           "(never created, retired, or idle past the TTL)", "not_found")]) from None
+            except JobRecordError as e:
+                raise ApiError(422, [_item(["body", "job", *loc], msg, "value_error") for loc, msg in e.problems]) from None
+        return run
+
+    # ---- one shot ----
+    @app.post("/v1/attribute", tags=["attribution"], responses=ERRORS,
+              openapi_extra=_body_schema(AttributeRequest), summary="Attribute one job in one request")
+    async def attribute(request: Request) -> dict[str, Any]:
+        req: AttributeRequest = await body_of(request, AttributeRequest)
+
+        def run() -> dict[str, Any]:
+            try:
+                job = req.job.to_jobinfo()
+            except JobRecordError as e:
+                raise ApiError(422, [_item(["body", "job", *loc], msg, "value_error") for loc, msg in e.problems]) from None
+            obs, series = req.to_inputs()
+            with Session(engine, job) as s:
+                s.ingest_batch(obs)
+                s.ingest_metrics(series)
+                return s.attribute()
+
+        return await run_in_threadpool(run)
+
+    # ---- the cycle ----
+    @app.post("/v1/jobs", status_code=201, tags=["cycle"], response_model=JobCreated,
+              responses={**ERRORS, 429: {"model": ErrorBody, "description": "too many open jobs"}},
+              openapi_extra=_body_schema(CreateJob), summary="Open a job for ingest/attribute")
+    async def create_job(request: Request) -> dict[str, Any]:
+        req: CreateJob = await body_of(request, CreateJob)
+
+        def run() -> dict[str, Any]:
+            try:
+                job_id = jobs.create(req.job)
+            except StoreFull as e:
+                raise ApiError(429, [_item([], str(e), "too_many_jobs")], {"Retry-After": "30"}) from None
+            return {"id": job_id, "job_id": req.job.id, "expires_in_s": settings.job_ttl_s}
+
+        return await run_in_threadpool(job_call(run))
+
+    @app.post("/v1/jobs/{id}/observations", tags=["cycle"], response_model=Ingested, responses=JOB_ERRORS,
+              openapi_extra=_body_schema(ObservationBatch), summary="Ingest observations into an open job")
+    async def ingest(id: str, request: Request) -> dict[str, Any]:
+        batch: ObservationBatch = await body_of(request, ObservationBatch)
+
+        def run() -> dict[str, Any]:
+            n_obs, n_series, added = jobs.ingest(id, batch)
+            return {"id": id, "observations": n_obs, "metric_series": n_series, "events_added": added}
+
+        return await run_in_threadpool(job_call(run))
+
+    @app.post("/v1/jobs/{id}/attribute", tags=["cycle"], responses=JOB_ERRORS,
+              summary="Attribute what an open job has ingested so far")
+    async def attribute_job(id: str, request: Request) -> dict[str, Any]:
+        check_auth(request)
+        return await run_in_threadpool(job_call(lambda: jobs.attribute(id)))
+
+    @app.get("/v1/jobs/{id}", tags=["cycle"], response_model=JobStatus, responses=JOB_ERRORS)
+    async def job_status(id: str, request: Request) -> dict[str, Any]:
+        check_auth(request)
+        return await run_in_threadpool(job_call(lambda: jobs.status(id)))
+
+    @app.delete("/v1/jobs/{id}", tags=["cycle"], responses=JOB_ERRORS, summary="Retire an open job")
+    async def retire(id: str, request: Request) -> dict[str, Any]:
+        check_auth(request)
+        await run_in_threadpool(job_call(lambda: jobs.retire(id)))
+        return {"id": id, "retired": True}
+
+    # ---- the corpus ----
+    @app.get("/v1/health", tags=["corpus"])
+    async def health() -> dict[str, Any]:
+        ok = self_test.get("ok")
+        return {"status": "ok" if ok in (True, None) else "degraded", "corpus_hash": corpus_hash,
+                "rules": len(engine.rules), "symptoms": len(engine.registry),
+                "metric_rules": len(getattr(engine, "metric_rules", ())), "self_test": self_test,
+                "worker_pid": os.getpid(), "uptime_s": round(time.time() - started, 3),
+                "limits": {"max_body_bytes": settings.max_body_bytes, "max_open_jobs": settings.max_open_jobs,
+                           "job_ttl_s": settings.job_ttl_s}, "auth": token is not None}
+
+    @app.get("/v1/symptoms", tags=["corpus"])
+    async def symptoms(request: Request) -> list[dict[str, Any]]:
+        check_auth(request)
+        return [{"name": s.name, "outcome": s.outcome, "sub_domain": s.sub_domain, "rank": s.rank, "docs": s.docs,
+                 "aliases": list(s.aliases), **({"blame": s.blame} if getattr(s, "blame", None) else {})}
+                for s in engine.registry.all()]
+
+    @app.get("/v1/rules", tags=["corpus"])
+    async def rules(request: Request) -> list[dict[str, Any]]:
+        check_auth(request)
+        out = []
+        for r in engine.rules:
+            sp = r.span
+            out.append({"name": r.name, "kind": r.kind.value, "author": r.author,
+                        "file": os.path.basename(sp.file) if sp else None, "line": sp.line if sp else None,
+                        "docs": r.docs})
+        return out
+
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return BodyLimit(app, settings.max_body_bytes, settings.body_timeout_s)
+
+
+# ---- OpenAPI ------------------------------------------------------------------------
+
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    _MODELS[model.__name__] = model
+    return {"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document plus the request-body models (parsed by hand, so FastAPI does not see them)."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    from fastapi.openapi.utils import get_openapi
+
+    doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    comps = doc.setdefault("components", {}).setdefault("schemas", {})
+    for name, model in sorted(_MODELS.items()):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for dname, d in schema.pop("$defs", {}).items():
+            comps.setdefault(dname, d)
+        comps[name] = schema
+    app.openapi_schema = doc
+    return doc
+
+
+def openapi_document(app: Any) -> dict[str, Any]:
+    """The OpenAPI document of an app made by `create_app`."""
+    inner = app.app if isinstance(app, BodyLimit) else app
+    return inner.openapi()
