@@ -64,6 +64,17 @@ class Section:
             return default
         return v
 
+    def duration(self, key: str, default: str) -> float:
+        """A duration key (seconds, or "90s", "5m", "1h") in seconds; a bad value is
+        reported at the key and the default is used."""
+        from rulekit.blueprint.model import parse_duration
+
+        try:
+            return parse_duration(self.get(key, (str, int, float), default))
+        except ValueError as e:
+            self.error(str(e), key)
+            return parse_duration(default)
+
     def str_list(self, key: str, default: tuple = (), required: bool = False) -> tuple[str, ...]:
         v = self.get(key, (str, list), None, required)
         if v is None:

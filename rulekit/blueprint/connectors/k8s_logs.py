@@ -21,7 +21,7 @@ from typing import Any
 
 from rulekit.blueprint.connectors.base import LogConnector
 from rulekit.blueprint.connectors.k8s_api import KubeClient
-from rulekit.blueprint.model import Attempt, ConnectorError, parse_duration, render
+from rulekit.blueprint.model import Attempt, ConnectorError, render
 from rulekit.inputs.observation import Observation
 
 
@@ -38,11 +38,7 @@ class KubernetesPodLogs(LogConnector):
 
     @classmethod
     def from_config(cls, sec: Any) -> "KubernetesPodLogs":
-        try:
-            t = parse_duration(sec.get("timeout", (str, int, float), "30s"))
-        except ValueError as e:
-            sec.error(str(e), "timeout")
-            t = 30.0
+        t = sec.duration("timeout", "30s")
         tf = sec.get("token_file", str)
         return cls(sec.get("url", str, "", required=True), sec.get("namespace", str, "{namespace}"),
                    sec.get("selector", str, "batch.kubernetes.io/job-name={job_name}"), sec.get("source", str, "applog"),

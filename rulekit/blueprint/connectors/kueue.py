@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 from rulekit.blueprint.connectors.base import ContextConnector
 from rulekit.blueprint.connectors.k8s_api import KubeClient
-from rulekit.blueprint.model import Attempt, ConnectorError, Window, as_datetime, parse_duration, render
+from rulekit.blueprint.model import Attempt, ConnectorError, Window, as_datetime, render
 
 API = "/apis/kueue.x-k8s.io/v1beta1"
 CANCEL_REASONS = {"InactiveWorkload", "Deactivated"}
@@ -52,11 +52,7 @@ class KueueContext(ContextConnector):
 
     @classmethod
     def from_config(cls, sec: Any) -> "KueueContext":
-        try:
-            t = parse_duration(sec.get("timeout", (str, int, float), "30s"))
-        except ValueError as e:
-            sec.error(str(e), "timeout")
-            t = 30.0
+        t = sec.duration("timeout", "30s")
         tf = sec.get("token_file", str)
         return cls(sec.get("url", str, "", required=True), sec.get("namespace", str),
                    sec.get("pod_selector", str, "batch.kubernetes.io/job-name={job_name}"),

@@ -24,7 +24,7 @@ from typing import Any
 
 from rulekit.blueprint.connectors.base import LogConnector
 from rulekit.blueprint.connectors.http import get_json
-from rulekit.blueprint.model import Attempt, ConnectorError, pad, parse_duration, render
+from rulekit.blueprint.model import Attempt, ConnectorError, pad, render
 from rulekit.inputs.observation import Observation
 
 
@@ -55,13 +55,7 @@ class LokiLogs(LogConnector):
             s.check_unknown(cls.QUERY_KEYS)
             if src and q:
                 qs.append({"source": src, "logql": q, "format": fmt})
-        durs = {}
-        for k, d in (("timeout", "30s"), ("before", "5m"), ("after", "5m")):
-            try:
-                durs[k] = parse_duration(sec.get(k, (str, int, float), d))
-            except ValueError as e:
-                sec.error(str(e), k)
-                durs[k] = parse_duration(d)
+        durs = {k: sec.duration(k, d) for k, d in (("timeout", "30s"), ("before", "5m"), ("after", "5m"))}
         limit = sec.get("limit", int, 1000)
         if limit < 1:
             sec.error("`limit` must be at least 1", "limit")
