@@ -1,6 +1,6 @@
 """A real one-node Slurm with accounting (slurmctld, slurmd, slurmdbd + MariaDB,
 munge) from the Debian packages, for tests.  `start(workdir)` brings it up as
-root following docs in /work/shared/notes (munge key, MariaDB database,
+root (munge key, MariaDB database,
 slurmdbd.conf, slurm.conf); `stop()` ends every daemon by the pid it started
 or wrote, never by name.  `unavailable()` says why it cannot run here."""
 from __future__ import annotations

@@ -326,6 +326,7 @@ name = "BOOM"
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 900
+blame = "node"
 
 [[extractor]]
 name = "Boom"

@@ -170,7 +170,7 @@ def test_job_toml_that_is_a_directory_is_a_clear_error(tmp_path):
     (root / "job.toml").mkdir()
     with pytest.raises(RulekitError) as exc:
         read_job_dir(root)
-    assert "not a regular file" in str(exc.value)
+    assert "RK509" in str(exc.value) and "is a folder, not a file" in str(exc.value)
 
 
 def test_missing_dir_is_rk501(tmp_path):
@@ -195,4 +195,4 @@ def test_observations_jsonl_that_is_a_directory_is_a_note(tmp_path):
     root = job(tmp_path, '[job]\nid = "1"\n', {"applog/a.log": "hello\n"})
     (root / "observations.jsonl").mkdir()
     jd = read_job_dir(root)
-    assert [(d.code, "not a regular file" in d.message) for d in jd.notes] == [("RK503", True)]
+    assert [(d.code, "is a folder, not a file" in d.message) for d in jd.notes] == [("RK509", True)]

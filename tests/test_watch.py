@@ -17,6 +17,7 @@ name = "FOO_FAULT"
 outcome = "hardware"
 sub_domain = "gpu"
 rank = 10
+blame = "node"
 [[extractor]]
 name = "Foo"
 author = "t"

@@ -136,8 +136,29 @@ def rules_schema() -> dict[str, Any]:
                                                      "description": "key value -> entry"}),
                      "a catalog: one pattern, a table of entries by key: `[[catalog]]`",
                      required=("name", "match_re", "key", "entries"))
+    samples = _d({"type": "array", "items": {"type": "array", "items": {"type": "number"}, "minItems": 2,
+                                             "maxItems": 2}},
+                 "[[unix seconds, value], ...]")
+    labels = _d({"type": "object", "additionalProperties": STR}, "label values the series must have")
+    duration = _d({"type": ["string", "number"]}, "a duration: seconds, or \"90s\", \"5m\", \"1h\"")
+    metric_test = _table(fe.METRIC_TEST_KEYS, {
+        "samples": samples, "labels": labels,
+        "expect": _d({"enum": sorted(fe.EXPECT_VALUES)}, "what the series must give (default: the emit type)"),
+        "symptom": _d(STR, "the symptom the event must carry"),
+        "node": _d(STR, "the node of the test series"),
+    }, "an inline metric test: `[[metric_rule.test]]`", required=("samples",))
+    metric_rule = _table(fe.METRIC_RULE_KEYS, _pick(
+        "name", "author", "requires", "docs",
+        metric=_d(STR, "the metric (series) name"), labels=labels,
+        when=_d(STR, "AGGREGATE OP NUMBER: aggregates value, rate, increase; e.g. `rate > 10`"),
+        window=duration, emit=_emit(),
+        test={"anyOf": [metric_test, {"type": "array", "items": metric_test}],
+              "description": "inline tests: `[[metric_rule.test]]`"},
+        **{"for": duration}),
+        "a metric rule: a condition on a node's series, held for a duration: `[[metric_rule]]`",
+        required=("name", "metric", "when", "emit"))
     arrays = {"symptom": symptom, "outcome_rule": outcome_rule, "extractor": extractor, "family": family,
-              "catalog": catalog}
+              "catalog": catalog, "metric_rule": metric_rule}
     top = {"author": _d(STR, "default author of every rule in the file")}
     top.update({k: {"type": "array", "items": v, "description": v["description"]} for k, v in arrays.items()})
     body = _table(fe.TOP_KEYS, top, "a rulekit TOML rule file")
@@ -161,6 +182,11 @@ def job_tests_schema() -> dict[str, Any]:
         "symptoms": _d({"type": "array", "items": STR}, "symptoms that must be present"),
         "absent_symptoms": _d({"type": "array", "items": STR}, "symptoms that must not be present"),
         "ambiguous": _d({"type": "boolean"}, "whether the result is ambiguous"),
+        "affected_nodes": _d({"type": "array", "items": STR},
+                             "exactly these affected nodes (where a workload/environment error surfaced)"),
+        "interesting_nodes": _d({"type": "array", "items": STR}, "exactly these interesting nodes"),
+        "interesting_symptoms": _d({"type": "array", "items": STR}, "symptoms that must be on interesting nodes"),
+        "confidence": _d({"enum": ["high", "medium", "low"]}, "the expected confidence"),
     }, "what the attribution must give")
     observation = _table(fe.OBS_KEYS, {
         "source": _d(STR, "applog, syslog, scheduler, ..."),
@@ -172,6 +198,12 @@ def job_tests_schema() -> dict[str, Any]:
         "name": _d(STR, "the test case's name"),
         "job": _d({"type": "object"}, "the job record (id, state, nodes, ... as in job.toml's [job])"),
         "observation": {"type": "array", "items": observation},
+        "metric": {"type": "array", "items": _table(fe.CASE_METRIC_KEYS, {
+            "node": _d(STR, "the node of the series"), "name": _d(STR, "the metric name"),
+            "labels": _d({"type": "object", "additionalProperties": STR}, "the series' labels"),
+            "samples": _d({"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+                          "[[unix seconds, value], ...]"),
+        }, "a metric series: `[[case.metric]]`", required=("name", "samples"))},
         "expect": expect,
     }, "a job-level test case: `[[case]]`", required=("name", "expect"))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE_ID + SHIPPED["tests"],
