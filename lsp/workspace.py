@@ -18,6 +18,8 @@ from disk for files not open in the editor.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import os
 import re
@@ -471,8 +473,11 @@ def _rule_key(rule) -> tuple:
 
 
 def _test_key(rule, t, aliases: dict[str, str]) -> tuple:
-    return (_rule_key(rule), t.line, t.expect, t.symptom, t.node, t.captures, t.source, t.format,
-            aliases.get(t.symptom or "", None))
+    """What a test result depends on: the rule's content and the test's own fields
+    (a line test's line, a metric test's samples, ...), never its position."""
+    fields = tuple((f.name, repr(getattr(t, f.name))) for f in dataclasses.fields(t) if f.name != "span")
+    metric = (getattr(rule, "metric", None), repr(getattr(rule, "condition", None)), repr(getattr(rule, "labels", None)))
+    return (_rule_key(rule), metric, fields, aliases.get(getattr(t, "symptom", None) or "", None))
 
 
 @dataclass
