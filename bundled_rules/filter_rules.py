@@ -31,13 +31,13 @@ def handle_xid_burst_events(context):
         links = decoded_first.setdefault(key, {"event": e, "err": err, "links": set(), "count": 0})
         links["links"].add(err.link)
         links["count"] += 1
-        stream.demote([e], rule="HandleXidBurstEvents", reason=f"decoded as {err.symptom()}")
+        stream.demote([e], reason=f"decoded as {err.symptom()}")
     for (node, symptom), info in decoded_first.items():
         err = info["err"]
         fields = dict(err.fields())
         fields.update({"links": sorted(info["links"]), "burst_size": info["count"], "pci": info["event"].fields.get("pci")})
         stream.add(EventSpec(type="bad_node" if err.fatal else "interesting_node", symptom=symptom, node=node,
-                             fields=fields), rule="HandleXidBurstEvents", cause=info["event"],
+                             fields=fields), cause=info["event"],
                    reason=f"{info['count']} Xid {err.xid} line(s), unit {err.unit}, link(s) {sorted(info['links'])}")
 
 
@@ -62,11 +62,11 @@ def decode_xid74_registers(context):
             info["links"].add(err.link)
             info["bits"].update(err.bits)
             info["count"] += 1
-        stream.demote([e], rule="DecodeXid74Registers", reason="decoded as " + " + ".join(err.symptoms))
+        stream.demote([e], reason="decoded as " + " + ".join(err.symptoms))
     for (node, symptom), info in first.items():
         fields = dict(info["err"].fields())
         fields.update({"links": sorted(info["links"]), "bits": sorted(info["bits"]), "count": info["count"],
                        "pci": info["event"].fields.get("pci")})
         stream.add(EventSpec(type="bad_node", symptom=symptom, node=node, fields=fields),
-                   rule="DecodeXid74Registers", cause=info["event"],
+                   cause=info["event"],
                    reason=f"{info['count']} Xid 74 line(s), link(s) {sorted(info['links'])}, bits {sorted(info['bits'])}")

@@ -19,15 +19,17 @@ Knows nothing about rules beyond their names.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import shutil
 import sqlite3
 import tempfile
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
+from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -449,8 +451,38 @@ class _WorkingSet:
         return d
 
 
-def _type_name(t: str | EventType) -> str:
-    return EMIT_TYPES[t].value if t in EMIT_TYPES else (t.value if isinstance(t, EventType) else t)
+_type_name = event_type_name
+_by_id = operator.attrgetter("id")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a filter reads, declared rather than written as a loop over the stream:
+    events of these `types` (None: any) whose symptom is one of `symptoms` or starts
+    with one of `prefixes` (both empty: any symptom).  `EventStream.select` answers it
+    from the working set's symptom index."""
+
+    types: tuple[str, ...] | None = None
+    symptoms: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, types: str | Sequence[str] | None = None, patterns: Iterable[str] = ()) -> "Selection":
+        """From event types (short or stored names) and symptom patterns (`NAME`, `PREFIX*`)."""
+        if isinstance(types, str):
+            types = (types,)
+        pats = list(patterns)
+        return cls(None if types is None else tuple(dict.fromkeys(_type_name(t) for t in types)),
+                   frozenset(p for p in pats if not p.endswith("*")), tuple(p[:-1] for p in pats if p.endswith("*")))
+
+    @property
+    def any_symptom(self) -> bool:
+        return not self.symptoms and not self.prefixes
+
+    def wants(self, symptom: str | None) -> bool:
+        if self.any_symptom:
+            return True
+        return isinstance(symptom, str) and (symptom in self.symptoms or symptom.startswith(self.prefixes))
 
 
 class EventStream:
@@ -465,6 +497,7 @@ class EventStream:
         self.phase = phase
         self.trace: list[TraceEntry] = trace if trace is not None else []
         self.read_only = False
+        self.rule: str | None = None  # the rule running now: the default author of every change
         self._ws: _WorkingSet | None = None
         # symptom alias -> canonical name (the registry's), applied on every write and query
         self.canonical: Callable[[str], str] = lambda name: name
@@ -476,6 +509,36 @@ class EventStream:
             self._ws = _WorkingSet(_decode(r) for r in rows)
             self.manager.streams.add(self)
         return self._ws
+
+    @contextmanager
+    def frozen(self) -> Iterator["EventStream"]:
+        """Read-only inside the block (refiners, collectors); the previous state after it."""
+        before = self.read_only
+        self.read_only = True
+        try:
+            yield self
+        finally:
+            self.read_only = before
+
+    @contextmanager
+    def running(self, rule: str | None, phase: str | None = None) -> Iterator["EventStream"]:
+        """`rule` (and `phase`) author the changes made inside the block; a rule's
+        calls need not repeat its own name."""
+        before = self.rule, self.phase
+        self.rule = rule
+        if phase is not None:
+            self.phase = phase
+        try:
+            yield self
+        finally:
+            self.rule, self.phase = before
+
+    def _author(self, rule: str | None) -> str:
+        """The rule a change is recorded for: the one named, else the running one."""
+        name = self.rule if rule is None else rule  # "" stays "" (refiners may name no rule)
+        if name is None:
+            raise ValueError("no rule name: pass rule=... or change the stream from inside a running rule")
+        return name
 
     def forget(self) -> None:
         """Drop the working set (after a restore); the next read decodes the store again."""
@@ -536,6 +599,21 @@ class EventStream:
             out.append(e)
         return out
 
+    def select(self, sel: Selection) -> list[Event]:
+        """The events a `Selection` names, in id order, answered from the symptom
+        index: exact symptoms are looked up, prefixes scan symptom names, not events.
+        Each event once, even when several patterns name its symptom."""
+        ws = self._set()
+        if sel.any_symptom:
+            return self.query(list(sel.types)) if sel.types is not None else self.query()
+        names = set(sel.symptoms)  # as written, like the DSL's own matcher (no alias lookup)
+        if sel.prefixes:
+            names.update(s for s in ws.by_symptom if s and s.startswith(sel.prefixes))
+        types = None if sel.types is None else frozenset(sel.types)
+        out = [e for n in names for e in ws.of_symptom(n).values() if types is None or e.event_type in types]
+        out.sort(key=_by_id)
+        return out
+
     def get(self, event_id: int) -> Event | None:
         return self._set().by_id.get(event_id)
 
@@ -559,8 +637,10 @@ class EventStream:
         if self.read_only:
             raise ReadOnlyStreamError(f"the event stream is read-only in phase {self.phase or '?'}")
 
-    def add(self, spec: EventSpec, rule: str, cause: Event | None = None, reason: str = "") -> Event:
+    def add(self, spec: EventSpec, rule: str | None = None, cause: Event | None = None, reason: str = "") -> Event:
+        """Add a derived event (`cause`: the event it is derived from)."""
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         etype = _type_name(spec.type)
         node = spec.node if spec.node is not None else (cause.node if cause else None)
@@ -585,8 +665,20 @@ class EventStream:
         ws.put(ev)
         return ev
 
-    def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str, action: str, reason: str) -> int:
+    def move_to_node(self, event: Event, node: str, reason: str = "", rule: str | None = None) -> Event:
+        """Re-attribute `event` to `node`: a copy on that node (same type, symptom,
+        fields, line, timestamp and text, caused by the original) replaces it."""
+        e = event
+        moved = self.add(EventSpec(type=short_type(e.event_type), symptom=e.symptom, node=node, fields=dict(e.fields),
+                                   line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
+                         rule=rule, cause=e, reason=reason)
+        self.discard([e], rule=rule, reason=f"re-attributed to {node}")
+        return moved
+
+    def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str | None, action: str,
+                reason: str) -> int:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         n = 0
         for given in events:
@@ -605,16 +697,17 @@ class EventStream:
             self.manager.pending.add(self)
         return n
 
-    def demote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def demote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """bad -> interesting; returns how many changed."""
         return self._retype(events, EventType.INTERESTING_NODE, EventType.BAD_NODE, rule, "demote", reason)
 
-    def promote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def promote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """interesting -> bad; returns how many changed."""
         return self._retype(events, EventType.BAD_NODE, EventType.INTERESTING_NODE, rule, "promote", reason)
 
-    def discard(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def discard(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         n = 0
         for given in events:
@@ -628,8 +721,9 @@ class EventStream:
             self.manager.pending.add(self)
         return n
 
-    def set_symptom(self, event: Event, symptom: str, rule: str, reason: str = "") -> None:
+    def set_symptom(self, event: Event, symptom: str, rule: str | None = None, reason: str = "") -> None:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         e = ws.by_id.get(event.id)
         if e is None:  # discarded, or not this job's: nothing to change

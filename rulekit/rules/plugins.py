@@ -167,15 +167,16 @@ def register_symptom(name: str, *, outcome: str, sub_domain: str, rank: int, doc
 
 # ---- helpers shared by rule bodies -------------------------------------------------
 
-def demote_bad_by_symptom(stream: Any, symptoms: Iterable[str], rule: str, reason: str = "") -> int:
-    """Demote every bad-node event whose symptom is in `symptoms`; returns the count."""
+def demote_bad_by_symptom(stream: Any, symptoms: Iterable[str], rule: str | None = None, reason: str = "") -> int:
+    """Demote every bad-node event whose symptom is in `symptoms`; returns the count.
+    `rule`: recorded as the author (default: the filter running now)."""
     wanted = frozenset(symptoms)
     events = [e for e in stream.bad_events() if e.symptom in wanted]
     stream.demote(events, rule=rule, reason=reason or f"symptom in {sorted(wanted)}")
     return len(events)
 
 
-def demote_bad_by_prefix(stream: Any, prefixes: Iterable[str], rule: str, reason: str = "",
+def demote_bad_by_prefix(stream: Any, prefixes: Iterable[str], rule: str | None = None, reason: str = "",
                          nodes: Iterable[str] | None = None) -> int:
     """Demote bad-node events whose symptom starts with one of `prefixes`
     (optionally only on `nodes`); returns the count."""
