@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
+from rulekit.rules.selection import Selection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -455,36 +456,6 @@ _type_name = event_type_name
 _by_id = operator.attrgetter("id")
 
 
-@dataclass(frozen=True)
-class Selection:
-    """What a filter reads, declared rather than written as a loop over the stream:
-    events of these `types` (None: any) whose symptom is one of `symptoms` or starts
-    with one of `prefixes` (both empty: any symptom).  `EventStream.select` answers it
-    from the working set's symptom index."""
-
-    types: tuple[str, ...] | None = None
-    symptoms: frozenset[str] = frozenset()
-    prefixes: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, types: str | Sequence[str] | None = None, patterns: Iterable[str] = ()) -> "Selection":
-        """From event types (short or stored names) and symptom patterns (`NAME`, `PREFIX*`)."""
-        if isinstance(types, str):
-            types = (types,)
-        pats = list(patterns)
-        return cls(None if types is None else tuple(dict.fromkeys(_type_name(t) for t in types)),
-                   frozenset(p for p in pats if not p.endswith("*")), tuple(p[:-1] for p in pats if p.endswith("*")))
-
-    @property
-    def any_symptom(self) -> bool:
-        return not self.symptoms and not self.prefixes
-
-    def wants(self, symptom: str | None) -> bool:
-        if self.any_symptom:
-            return True
-        return isinstance(symptom, str) and (symptom in self.symptoms or symptom.startswith(self.prefixes))
-
-
 class EventStream:
     """One job's events: query, add, demote (bad -> interesting), promote, discard.
 
@@ -608,7 +579,7 @@ class EventStream:
             return self.query(list(sel.types)) if sel.types is not None else self.query()
         names = set(sel.symptoms)  # as written, like the DSL's own matcher (no alias lookup)
         if sel.prefixes:
-            names.update(s for s in ws.by_symptom if s and s.startswith(sel.prefixes))
+            names.update(s for s in ws.by_symptom if isinstance(s, str) and s.startswith(sel.prefixes))
         types = None if sel.types is None else frozenset(sel.types)
         out = [e for n in names for e in ws.of_symptom(n).values() if types is None or e.event_type in types]
         out.sort(key=_by_id)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from rulekit.diagnostics import Span
+from rulekit.rules.selection import Selection
 from rulekit.rules.model import (
     Accumulator,
     AccumulatorRule,
@@ -29,7 +30,7 @@ from rulekit.rules.model import (
 )
 
 __all__ = [
-    "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority",
+    "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority", "Selection",
     "filter_def", "refiner_def", "collector_def", "accumulator_def", "register_symptom",
     "demote_bad_by_symptom", "demote_bad_by_prefix", "demote_where", "discard_cascade",
 ]
