@@ -555,6 +555,10 @@ class EventStream:
         else:
             pool = ws.by_id.values()
         pre = None if prefix is None else ((prefix,) if isinstance(prefix, str) else tuple(prefix))
+        if node is None and rule is None and pre is None:  # the common reads: one index, at most the type left
+            if types is None:
+                return list(pool)
+            return [e for e in pool if e.event_type in types]
         out = []
         for e in pool:
             if types is not None and e.event_type not in types:
@@ -652,14 +656,15 @@ class EventStream:
         rule = self._author(rule)
         ws = self._set()
         n = 0
+        frm_type, to_type = frm.value, to.value
         for given in events:
             e = ws.by_id.get(given.id)
-            if e is None or e.event_type != frm.value:
+            if e is None or e.event_type != frm_type:
                 continue
             e.payload.setdefault("history", []).append({"rule": rule, "action": action, "reason": reason})
             if action == "demote":
                 e.payload["demoted_by"] = rule
-            ws.retype(e, to.value)
+            ws.retype(e, to_type)
             if given is not e:  # a caller's copy stays in step
                 given.event_type, given.payload = e.event_type, e.payload
             n += 1
