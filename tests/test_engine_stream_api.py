@@ -174,14 +174,9 @@ STEP_CORPUS = {
 }
 
 
-@pytest.fixture(scope="module")
-def step_engine(tmp_path_factory):
-    import textwrap
-
-    root = tmp_path_factory.mktemp("steps")
-    for name, text in STEP_CORPUS.items():
-        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
-    res = load_corpus([root])
+@pytest.fixture
+def step_engine(make_corpus):
+    res = load_corpus([make_corpus(STEP_CORPUS)])
     assert res.engine is not None, [str(d) for d in res.diagnostics]
     return res.engine
 

@@ -14,6 +14,7 @@ A rule that raises does not stop attribution: the error is reported in the resul
 """
 from __future__ import annotations
 
+import heapq
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
@@ -441,11 +442,16 @@ class RefinementPhase:
         stream.phase = prev
 
     def _first_events(self, state: AttributionState) -> dict[str, tuple[Any, int, str | None]]:
-        out: dict[str, tuple[Any, int, str | None]] = {}
-        for e in sorted(state.stream.bad_events(), key=_sort_key):
-            if e.symptom and e.symptom not in out:
-                out[e.symptom] = (_sort_key(e)[:-1], e.id, e.node)  # the order without the event id
-        return out
+        """symptom -> (order key without the event id, event id, node) of its earliest
+        bad event, in that order (one pass: a minimum per symptom, not a sort of all)."""
+        first: dict[str, tuple[tuple, Event]] = {}
+        for e in state.stream.bad_events():
+            if e.symptom:
+                k = _sort_key(e)
+                got = first.get(e.symptom)
+                if got is None or k < got[0]:
+                    first[e.symptom] = (k, e)
+        return {sym: (k[:-1], e.id, e.node) for sym, (k, e) in sorted(first.items(), key=lambda kv: kv[1][0])}
 
 
 # ---- phase 4: collection ---------------------------------------------------------------------------------
@@ -526,17 +532,19 @@ class ReportPhase:
 
 
 def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; a few per (symptom, node)."""
-    ordered = sorted(events, key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
-    per: dict[tuple, int] = {}
-    out = []
-    dropped = 0
-    for e in ordered:
-        key = (e.event_type, e.symptom, e.node)
-        per[key] = per.get(key, 0) + 1
-        if per[key] > EVIDENCE_PER_KEY or len(out) >= EVIDENCE_MAX:
-            dropped += 1
-            continue
-        out.append(e.to_evidence())
-    return out, dropped
+    """Bad events first (by rank), then interesting ones; the first EVIDENCE_PER_KEY per
+    (type, symptom, node), EVIDENCE_MAX in all; returns them and how many were left out.
+
+    Within one key the type and rank are the same, so its first few in the report's
+    order are its first few by event order: those are picked per key (no sort of
+    every event), then only they are sorted."""
+    groups: dict[tuple, list[Event]] = {}
+    for e in events:
+        groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
+    picked: list[Event] = []
+    for group in groups.values():
+        picked.extend(group if len(group) <= EVIDENCE_PER_KEY else heapq.nsmallest(EVIDENCE_PER_KEY, group, key=_sort_key))
+    picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
+    out = [e.to_evidence() for e in picked[:EVIDENCE_MAX]]
+    return out, len(events) - len(out)
 

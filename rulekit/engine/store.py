@@ -373,13 +373,16 @@ _SELECT = ("SELECT e.id, et.name, r.name, e.resources, e.timestamp, e.line_num, 
            "WHERE e.context_id = ?")
 
 
+_loads = json.JSONDecoder().decode
+
+
 def _decode(row: tuple) -> Event:
-    payload = json.loads(row[7]) if row[7] else {}
-    payload["node"] = row[3]
-    payload["symptom"] = row[12]
-    return Event(id=row[0], event_type=row[1], rule=row[2], node=row[3], symptom=row[12], timestamp=row[4],
-                 line_num=row[5], datum=row[6], source=row[8], format=row[9], label=row[10], payload=payload,
-                 obs_context_id=row[11])
+    eid, etype, rule, node, ts, line_num, datum, raw, source, fmt, label, oc, symptom = row
+    payload = _loads(raw) if raw else {}
+    payload["node"] = node
+    payload["symptom"] = symptom
+    # positional, in Event's field order (the working set decodes every event of a job)
+    return Event(eid, etype, rule, node, symptom, ts, line_num, datum, source, fmt, label, payload, oc)
 
 
 class ReadOnlyStreamError(RuntimeError):
