@@ -35,7 +35,7 @@ never decide the outcome.
 import re
 from datetime import datetime
 
-from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
+from rulekit.plugin import EventSpec, FilterPriority, Selection, filter_def, register_symptom
 
 from .common.relations import (
     NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
@@ -248,7 +248,7 @@ def bare_exception_line_covered(context):
 # ---- MID -----------------------------------------------------------------------------------
 
 @filter_def(name="StickyCudaAfterFirst", author=AUTHOR, priority=FilterPriority.MID + 10,
-            symptoms=tuple(sorted(STICKY_CUDA)))
+            symptoms=tuple(sorted(STICKY_CUDA)), selects=Selection.of("bad_node", sorted(STICKY_CUDA)))
 def sticky_cuda_after_first(context):
     """Sticky CUDA errors (700/710/715/716/719/214/226/999) poison every later call of the
     process: per node and rank, the first sticky error is the cause; later, different
@@ -258,9 +258,8 @@ def sticky_cuda_after_first(context):
     when one is known, and it is never demoted itself (it ranks below them)."""
     stream = context.event_stream
     groups = {}
-    for e in stream.bad_events():
-        if e.symptom in STICKY_CUDA:
-            groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
+    for e in context.selected():
+        groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
     for group in groups.values():
         group.sort(key=order_key)
         specific = [e for e in group if e.symptom != "NCCL_UNHANDLED_CUDA_ERROR"]
@@ -494,13 +493,15 @@ def traceback_fan_out(context):
         first = group[0]
         copies = [e for e in group[1:] if e.node != first.node or rank_field(e) != rank_field(first)]
         if copies:
-            stream.demote(copies, reason=f"same {first.fields.get('exc_type')} as rank {rank_field(first)} on {first.node}")
+            stream.demote(copies,
+                          reason=f"same {first.fields.get('exc_type')} as rank {rank_field(first)} on {first.node}")
 
 
 # ---- STANDARD ----------------------------------------------------------------------------------
 
 @filter_def(name="TransientStorageRecovered", author=AUTHOR, priority=FilterPriority.STANDARD + 10,
-            symptoms=("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"))
+            symptoms=("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"),
+            selects=Selection.of("bad_node", ["NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"]))
 def transient_storage_recovered(context):
     """`nfs: server X not responding` followed on the same node by `nfs: server X OK`
     (Lustre: `Connection restored to X`) was a transient outage: demote it."""
@@ -510,9 +511,7 @@ def transient_storage_recovered(context):
         if d.fields.get("kind") == "storage_recovered":
             recovered.setdefault((d.node, d.fields.get("server")), []).append(d)
     out = []
-    for e in stream.bad_events():
-        if e.symptom not in ("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"):
-            continue
+    for e in context.selected():
         rec = recovered.get((e.node, e.fields.get("server")), [])
         if any(order_key(r) > order_key(e) for r in rec):
             out.append(e)

@@ -255,3 +255,42 @@ def test_dsl_filters_read_through_their_compiled_selections(tmp_path, monkeypatc
     assert selected[:2] == [Selection((BAD,), frozenset(), ("APP_",)), Selection((BAD,), frozenset({"GPU_DEAD"}))]
     demoted = [(t["symptom"], t["node"]) for t in result["trace"] if t["action"] == "demote"]
     assert demoted == [("APP_CRASH", "n1"), ("APP_HANG", "n1")]  # n2 has no GPU fault
+
+
+SELECTS_CORPUS = {
+    "s.toml": STEP_CORPUS["s.toml"],
+    "f.py": """
+        from rulekit.plugin import FilterPriority, Selection, filter_def
+        SEEN = []
+        @filter_def(name="Declared", author="t", priority=FilterPriority.MID,
+                    selects=[Selection.of("bad_node", ["H*"]), Selection.of("bad_node", ["NET", "HW"])])
+        def declared(context):
+            SEEN.append([(e.symptom, e.node) for e in context.selected()])
+            context.event_stream.demote(context.selected(), reason="declared read")
+        @filter_def(name="Undeclared", author="t", priority=FilterPriority.LATE)
+        def undeclared(context):
+            context.selected()
+    """,
+}
+
+
+def test_python_filters_declare_what_they_read(make_corpus):
+    res = load_corpus([make_corpus(SELECTS_CORPUS)])
+    assert res.engine is not None, [str(d) for d in res.diagnostics]
+    rule = next(r for r in res.engine.filters if r.name == "Declared")
+    assert rule.selects == (Selection((BAD,), frozenset(), ("H",)), Selection((BAD,), frozenset({"NET", "HW"})))
+    with _session(res.engine) as s:
+        result = s.attribute(with_trace=True)
+    seen = rule.func.__globals__["SEEN"]
+    assert seen == [[("HW", "n1"), ("NET", "n2")]]  # the union, id order, each event once
+    assert [(t["rule"], t["symptom"]) for t in result["trace"] if t["action"] == "demote"][:2] == [
+        ("Declared", "HW"), ("Declared", "NET")]
+    assert [e["rule"] for e in result["rule_errors"]] == ["Undeclared"]  # selected() without selects=: a clear error
+    assert "needs selects=" in result["rule_errors"][0]["error"]
+
+
+def test_dsl_filters_declare_their_selections(tmp_path):
+    (tmp_path / "r.rule").write_text(DSL_CORPUS)
+    res = load_corpus([tmp_path])
+    rule = next(r for r in res.engine.filters if r.name == "AppAfterGpu")
+    assert rule.selects == (Selection((BAD,), frozenset(), ("APP_",)), Selection((BAD,), frozenset({"GPU_DEAD"})))

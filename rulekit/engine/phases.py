@@ -50,6 +50,13 @@ class FilterContext:
     job: JobInfo
     registry: SymptomRegistry
     rule: str = ""
+    selects: tuple = ()  # the rule's declared Selections
+
+    def selected(self) -> list[Event]:
+        """The events the filter declared it reads (`selects=`), in id order."""
+        if not self.selects:
+            raise ValueError(f"filter {self.rule}: selected() needs selects=Selection.of(...) in its declaration")
+        return self.event_stream.select(*self.selects)
 
 
 @dataclass
@@ -347,7 +354,7 @@ class FilterPhase:
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name)
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -387,12 +394,13 @@ class RefinementPhase:
         node_sets: dict[str | None, SymptomSet] = {}
         for e in state.stream.bad_events():
             if e.symptom:
-                node_sets.setdefault(e.node, SymptomSet(reg, e.node, state.trace, "refine:SCRUB")).put(e.symptom, e.node, e.id)
+                node_set = node_sets.setdefault(e.node, SymptomSet(reg, e.node, state.trace, "refine:SCRUB"))
+                node_set.put(e.symptom, e.node, e.id)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
-            self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job, reg,
-                                                                node=node, rule=rule.name))
+            self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
+                                                                reg, node=node, rule=rule.name))
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
@@ -543,7 +551,8 @@ def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str,
         groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
     picked: list[Event] = []
     for group in groups.values():
-        picked.extend(group if len(group) <= EVIDENCE_PER_KEY else heapq.nsmallest(EVIDENCE_PER_KEY, group, key=_sort_key))
+        few = len(group) <= EVIDENCE_PER_KEY
+        picked.extend(group if few else heapq.nsmallest(EVIDENCE_PER_KEY, group, key=_sort_key))
     picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
     out = [e.to_evidence() for e in picked[:EVIDENCE_MAX]]
     return out, len(events) - len(out)

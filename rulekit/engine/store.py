@@ -577,10 +577,12 @@ class EventStream:
             out.append(e)
         return out
 
-    def select(self, sel: Selection) -> list[Event]:
-        """The events a `Selection` names, in id order, answered from the symptom
-        index: exact symptoms are looked up, prefixes scan symptom names, not events.
-        Each event once, even when several patterns name its symptom."""
+    def select(self, sel: Selection, *more: Selection) -> list[Event]:
+        """The events a `Selection` (or any of several) names, in id order, answered
+        from the symptom index: exact symptoms are looked up, prefixes scan symptom
+        names, not events.  Each event once, even when several patterns name it."""
+        if more:
+            return sorted({e.id: e for s in (sel, *more) for e in self.select(s)}.values(), key=_by_id)
         ws = self._set()
         if sel.any_symptom:
             return self.query(list(sel.types)) if sel.types is not None else self.query()

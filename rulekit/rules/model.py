@@ -221,6 +221,7 @@ class PrioritizedRule:
 @dataclass(frozen=True)
 class FilterRule(PrioritizedRule):
     kind: RuleKind = RuleKind.FILTER
+    selects: tuple[Any, ...] = ()  # the `Selection`s it reads (rulekit.rules.selection), when declared
 
 
 @dataclass(frozen=True)

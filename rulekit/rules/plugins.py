@@ -94,13 +94,19 @@ def _priority_value(priority: Any, strata: type) -> Any:
 
 
 def filter_def(*, name: str, author: str, priority: Any, requires: Sequence[str] = (),
-               symptoms: Sequence[str] = ()) -> Callable:
-    """Declare a filter: `fn(context: FilterContext) -> None`."""
+               symptoms: Sequence[str] = (), selects: "Selection | Iterable[Selection]" = ()) -> Callable:
+    """Declare a filter: `fn(context: FilterContext) -> None`.  `selects`: what it reads
+    (`Selection.of(types, patterns)`); `context.selected()` then returns those events,
+    answered from the stream's symptom index."""
+    sels = (selects,) if isinstance(selects, Selection) else tuple(selects)
+    if not all(isinstance(s, Selection) for s in sels):
+        raise TypeError(f"@filter_def({name!r}): selects= takes Selection.of(types, patterns) values")
 
     def deco(fn: Callable) -> Callable:
         _sink().rules.append(FilterRule(
             name=name, author=author, span=_span_of(fn), priority=_priority_value(priority, FilterPriority),
-            func=fn, requires=tuple(requires), docs=(fn.__doc__ or "").strip(), symptoms=tuple(symptoms)))
+            func=fn, requires=tuple(requires), docs=(fn.__doc__ or "").strip(), symptoms=tuple(symptoms),
+            selects=sels))
         return fn
 
     return deco

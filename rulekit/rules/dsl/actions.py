@@ -52,6 +52,13 @@ def filter_selections(step: "A.FilterAction | A.PerNode") -> tuple[Selection, Se
             Selection.of("bad_node", _vals(cond.patterns)) if cond is not None else None)
 
 
+def decl_selections(decl: A.FilterDecl) -> tuple[Selection, ...]:
+    """Everything a DSL filter reads, once each (its `FilterRule.selects`)."""
+    sels = [s for c in decl.clauses if isinstance(c, (A.FilterAction, A.PerNode))
+            for s in filter_selections(c) if s is not None]
+    return tuple(dict.fromkeys(sels))
+
+
 def build_filter(decl: A.FilterDecl, rule_name: str) -> Callable[[Any], None]:
     steps = [(c, *filter_selections(c)) for c in decl.clauses if isinstance(c, (A.FilterAction, A.PerNode))]
 
