@@ -123,27 +123,12 @@ def test_symptom_set_public_api(bundled):
 
 
 STEP_CORPUS = {
-    "s.toml": """
-        [[symptom]]
-        name = "HW"
-        outcome = "hardware"
-        sub_domain = "gpu"
-        rank = 900
-        blame = "node"
-        [[symptom]]
-        name = "NET"
-        outcome = "network"
-        sub_domain = "infiniband"
-        rank = 950
-        blame = "link"
-        [[extractor]]
-        name = "ExHw"
-        match_re = 'HWFAULT'
-        emit = { type = "bad_node", symptom = "HW" }
-        [[extractor]]
-        name = "ExNet"
-        match_re = 'NETFAULT'
-        emit = { type = "bad_node", symptom = "NET" }
+    "s.rule": """
+        author "t"
+        symptom "HW" { outcome hardware sub_domain gpu rank 900 blame node }
+        symptom "NET" { outcome network sub_domain infiniband rank 950 blame link }
+        extractor ExHw { match /HWFAULT/ emit bad_node "HW" }
+        extractor ExNet { match /NETFAULT/ emit bad_node "NET" }
     """,
     "r.py": """
         from rulekit.plugin import refiner_def, RefinerPriority, collector_def, filter_def, FilterPriority, EventSpec
@@ -258,7 +243,7 @@ def test_dsl_filters_read_through_their_compiled_selections(tmp_path, monkeypatc
 
 
 SELECTS_CORPUS = {
-    "s.toml": STEP_CORPUS["s.toml"],
+    "s.rule": STEP_CORPUS["s.rule"],
     "f.py": """
         from rulekit.plugin import FilterPriority, Selection, filter_def
         SEEN = []
