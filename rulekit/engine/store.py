@@ -365,24 +365,46 @@ def _clip(text: str | None) -> str | None:
     return text[:MAX_DATUM] + f"... [{len(text) - MAX_DATUM} more characters]"
 
 
-_SELECT = ("SELECT e.id, et.name, r.name, e.resources, e.timestamp, e.line_num, e.source_datum, e.payload, "
-           "s.name, f.name, oc.label, e.obs_context_id, e.symptom FROM events e "
-           "JOIN event_types et ON et.id = e.event_type "
-           "LEFT JOIN rules r ON r.id = e.source_rule LEFT JOIN observation_contexts oc ON oc.id = e.obs_context_id "
-           "LEFT JOIN obs_sources s ON s.id = oc.source_id LEFT JOIN obs_formats f ON f.id = oc.format_id "
-           "WHERE e.context_id = ?")
+# one context's events, in id order: the small lookup tables are mapped in Python
+# (`_Names`), not joined per row
+_SELECT = ("SELECT id, event_type, source_rule, resources, timestamp, line_num, source_datum, payload, obs_context_id, "
+           "symptom FROM events WHERE context_id = ? ORDER BY id")
+_OBS = ("SELECT oc.id, s.name, f.name, oc.label FROM observation_contexts oc "
+        "LEFT JOIN obs_sources s ON s.id = oc.source_id LEFT JOIN obs_formats f ON f.id = oc.format_id")
+
+
+class _Names:
+    """Id -> name of event types and rules, id -> (source, format, label) of observation
+    contexts: read once per working set (a few hundred rows, not one join per event)."""
+
+    def __init__(self, conn: sqlite3.Connection, context_id: int):
+        self.types = dict(conn.execute("SELECT id, name FROM event_types").fetchall())
+        self.rules = dict(conn.execute("SELECT id, name FROM rules").fetchall())
+        self.obs = {r[0]: r[1:] for r in conn.execute(_OBS + " WHERE oc.context_id = ?", (context_id,))}
+        self._conn = conn
+
+    def obs_of(self, oc: int | None) -> tuple:
+        if oc is None:
+            return (None, None, None)
+        got = self.obs.get(oc)
+        if got is None:  # another context's observation (not made by this library's writers)
+            row = self._conn.execute(_OBS + " WHERE oc.id = ?", (oc,)).fetchone()
+            got = self.obs[oc] = row[1:] if row else (None, None, None)
+        return got
 
 
 _loads = json.JSONDecoder().decode
 
 
-def _decode(row: tuple) -> Event:
-    eid, etype, rule, node, ts, line_num, datum, raw, source, fmt, label, oc, symptom = row
+def _decode(row: tuple, names: _Names) -> Event:
+    eid, etype, rule, node, ts, line_num, datum, raw, oc, symptom = row
     payload = _loads(raw) if raw else {}
     payload["node"] = node
     payload["symptom"] = symptom
+    source, fmt, label = names.obs_of(oc)
     # positional, in Event's field order (the working set decodes every event of a job)
-    return Event(eid, etype, rule, node, symptom, ts, line_num, datum, source, fmt, label, payload, oc)
+    return Event(eid, names.types[etype], names.rules.get(rule) if rule is not None else None, node, symptom, ts,
+                 line_num, datum, source, fmt, label, payload, oc)
 
 
 class ReadOnlyStreamError(RuntimeError):
@@ -479,8 +501,9 @@ class EventStream:
     def _set(self) -> _WorkingSet:
         if self._ws is None:
             self.manager.flush()
-            rows = self.manager.conn.execute(_SELECT + " ORDER BY e.id", (self.context_id,))
-            self._ws = _WorkingSet(_decode(r) for r in rows)
+            conn = self.manager.conn
+            names = _Names(conn, self.context_id)
+            self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
             self.manager.streams.add(self)
         return self._ws
 
