@@ -27,7 +27,7 @@ import tempfile
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
@@ -120,9 +120,10 @@ class Event:
                 "datum": self.datum}
 
 
-@dataclass(frozen=True)
-class TraceEntry:
-    """What a rule did to an event (for `rulekit explain` and the report)."""
+class TraceEntry(NamedTuple):
+    """What a rule did to an event (for `rulekit explain` and the report).  Immutable;
+    a named tuple because a job's trace holds one per change (a frozen dataclass
+    costs ~5x as much to build)."""
 
     phase: str
     rule: str
