@@ -279,3 +279,10 @@ def test_dsl_filters_declare_their_selections(tmp_path):
     res = load_corpus([tmp_path])
     rule = next(r for r in res.engine.filters if r.name == "AppAfterGpu")
     assert rule.selects == (Selection((BAD,), frozenset(), ("APP_",)), Selection((BAD,), frozenset({"GPU_DEAD"})))
+
+
+def test_events_by_id_skips_the_discarded():
+    s = _stream([(BAD, "A", "n1"), (BAD, "B", "n1"), (BAD, "C", "n1")])
+    a, b, c = s.query()
+    s.discard([b], rule="F")
+    assert s.events([c.id, b.id, a.id, 999]) == [c, a]

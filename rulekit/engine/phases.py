@@ -394,7 +394,9 @@ class RefinementPhase:
         node_sets: dict[str | None, SymptomSet] = {}
         for e in state.stream.bad_events():
             if e.symptom:
-                node_set = node_sets.setdefault(e.node, SymptomSet(reg, e.node, state.trace, "refine:SCRUB"))
+                node_set = node_sets.get(e.node)
+                if node_set is None:
+                    node_set = node_sets[e.node] = SymptomSet(reg, e.node, state.trace, "refine:SCRUB")
                 node_set.put(e.symptom, e.node, e.id)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
@@ -440,7 +442,7 @@ class RefinementPhase:
                 removal = job_wide or s.removal(sym)
                 if removal is None:
                     continue
-                events = [e for e in (stream.get(i) for i in s.event_ids(sym)) if e is not None and e.is_bad]
+                events = [e for e in stream.events(s.event_ids(sym)) if e.is_bad]
                 stream.phase = job_set.phase if job_wide is not None else s.phase
                 if removal.action == "discard":
                     stream.discard(events, removal.rule, removal.reason)

@@ -621,6 +621,11 @@ class EventStream:
     def get(self, event_id: int) -> Event | None:
         return self._set().by_id.get(event_id)
 
+    def events(self, ids: Iterable[int]) -> list[Event]:
+        """The events with these ids still in the stream, in the order given."""
+        by_id = self._set().by_id
+        return [e for e in map(by_id.get, ids) if e is not None]
+
     def all(self) -> list[Event]:
         return self.query()
 
