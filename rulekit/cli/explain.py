@@ -16,11 +16,10 @@ from typing import Any, Optional
 import typer
 
 from rulekit.analysis.explain import explain_code, explain_job, explain_line, parse_line_ref
-from rulekit.cli._common import check_format, check_paths_exist
+from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit
 from rulekit.cli.app import app
-from rulekit.cli.render import print_diagnostics
-from rulekit.diagnostics import RulekitError, Severity
-from rulekit.rules.loader import load_corpus
+from rulekit.cli.status import ExitStatus
+from rulekit.diagnostics import RulekitError
 
 
 def render_code(c: Any) -> str:
@@ -48,28 +47,25 @@ def explain(
     job_dir = Path(target)
     if not job_dir.is_dir():
         typer.echo(f"error: {target!r} is neither a diagnostic code (RKnnn or a code name) nor a job directory", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     ref = None
     if line is not None:
         ref = parse_line_ref(line)
         if ref is None:
             typer.echo(f"error: --line wants FILE:N (N >= 1), got {line!r}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
     check_paths_exist(rules)
-    res = load_corpus(rules or None)
-    if res.engine is None:
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        raise typer.Exit(2)
+    res = load_engine_or_exit(rules)
     if rule is not None and rule not in res.engine.by_name:
         typer.echo(f"error: no rule named {rule!r} in the corpus", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         data = (explain_line(res.engine, job_dir, ref.file, ref.line, rule) if ref
                 else explain_job(res.engine, job_dir, rule))
     except RulekitError as e:
         for d in e.diagnostics:
             typer.echo(f"error: {d.message}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2, default=str))
     else:

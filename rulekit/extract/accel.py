@@ -487,5 +487,8 @@ def _compile_gate(branches: list[str]):
 
 
 def forced_backend() -> str:
-    """Backend forced by RULEKIT_SCANNER (naive|re2|hyperscan|auto), default auto."""
-    return os.environ.get("RULEKIT_SCANNER", "auto").strip().lower() or "auto"
+    """Backend forced by RULEKIT_SCANNER (naive|re2|hyperscan|auto), default auto
+    (`EngineOptions.scanner`; an engine passes its own)."""
+    from rulekit.config import EngineOptions
+
+    return EngineOptions.from_env().scanner

@@ -602,7 +602,8 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
             name=ename, author=author,
             span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
             sources=sources, formats=formats, requires=requires, tests=(), origin=f"catalog:{cname}",
-            lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
+            lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or ""),
+            catalog_key=str(k)))
     # Catalog-level tests are kept on the first expanded rule; the test runner runs a
     # test of a catalog rule through every rule of that catalog (see rulekit.analysis.testing).
     if out and tests:
