@@ -132,6 +132,9 @@ def test_options_given_at_the_edge_win_over_the_environment(monkeypatch, make_co
     eng = load_corpus([root], options=EngineOptions(scanner="naive", cache_dir=cache)).engine
     assert isinstance(eng.scan_plan("applog", "text").scanner, NaiveScanner)
     assert list(cache.glob("corpus-*.pkl")), "the corpus cache goes to the folder the options name"
+    eng = load_corpus([root], options=EngineOptions(scanner="re2", cache_dir=cache)).engine
+    assert eng.scan_plan("applog", "text").scanner.backend == "re2"
+    assert list(cache.glob("scan-*.pkl")), "so does the scanner's analysis"
     off = tmp_path / "off"
     monkeypatch.setenv("RULEKIT_CACHE_DIR", str(off))
     load_corpus([root], options=EngineOptions(cache_dir=None))

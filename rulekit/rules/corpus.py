@@ -77,7 +77,8 @@ class RuleEngine:
         (source, format) only drops the hits of rules whose filters exclude it."""
         if self._all is None:
             rules = (*self.extractors, *self.accumulators)
-            self._all = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner), tuple(rules))
+            self._all = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
+                                             cache_dir=self.options.cache_dir), tuple(rules))
         allowed = frozenset(i for i, r in enumerate(self._all.rules) if applies(r, source, fmt))
         if len(allowed) == len(self._all.rules):
             return self._all
@@ -89,7 +90,8 @@ class RuleEngine:
         key = tuple(r.name for r in rules)
         plan = self._rule_plans.get(key)
         if plan is None:
-            plan = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner), tuple(rules))
+            plan = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
+                                             cache_dir=self.options.cache_dir), tuple(rules))
             with self._lock:
                 self._rule_plans[key] = plan
         return plan
