@@ -20,6 +20,7 @@ from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
@@ -120,7 +121,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
 
 
 class ExtractionPhase:
@@ -480,8 +481,8 @@ class CollectionPhase:
 
 # ---- phase 5: reporting ------------------------------------------------------------------------------------
 
-EVIDENCE_PER_KEY = 3
-EVIDENCE_MAX = 400
+EVIDENCE_PER_KEY = DEFAULT_EVIDENCE_PER_KEY  # defaults of EngineOptions.evidence_per_key / evidence_max
+EVIDENCE_MAX = DEFAULT_EVIDENCE_MAX
 
 
 class ReportPhase:
@@ -514,9 +515,10 @@ class ReportPhase:
             info = reg.info(d.root_symptom)
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
                     "blame": info.blame, "action": info.action,
-                    "evidence": [e.to_evidence() for e in root_events[:EVIDENCE_PER_KEY]]}
+                    "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
         confidence, alternatives = assess(d, remaining, reg)
-        evidence, dropped = _evidence(events, reg)
+        evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,
+                                      state.engine.options.evidence_max)
         result: dict[str, Any] = {
             "job_id": state.job.id,
             "outcome": d.outcome,
@@ -541,9 +543,11 @@ class ReportPhase:
         return result
 
 
-def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; the first EVIDENCE_PER_KEY per
-    (type, symptom, node), EVIDENCE_MAX in all; returns them and how many were left out.
+def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
+              most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
+    """Bad events first (by rank), then interesting ones; the first `per_key` per
+    (type, symptom, node), `most` in all (EngineOptions.evidence_per_key /
+    evidence_max); returns them and how many were left out.
 
     Within one key the type and rank are the same, so its first few in the report's
     order are its first few by event order: those are picked per key (no sort of
@@ -553,9 +557,8 @@ def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str,
         groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
     picked: list[Event] = []
     for group in groups.values():
-        few = len(group) <= EVIDENCE_PER_KEY
-        picked.extend(group if few else heapq.nsmallest(EVIDENCE_PER_KEY, group, key=_sort_key))
+        picked.extend(group if len(group) <= per_key else heapq.nsmallest(per_key, group, key=_sort_key))
     picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
-    out = [e.to_evidence() for e in picked[:EVIDENCE_MAX]]
+    out = [e.to_evidence() for e in picked[:most]]
     return out, len(events) - len(out)
 
