@@ -2,13 +2,22 @@
 options every command shares (`--version`, `--plugin-timeout`, `--traceback`),
 and the edge between a user's error and a bug: an exception no command turned
 into an exit status is reported as one line, "internal error (a bug)", with
-`ExitStatus.INTERNAL`; the traceback only under `--traceback`."""
+`ExitStatus.INTERNAL`; the traceback only under `--traceback`.
+
+Commands load lazily: `COMMAND_MODULES` names the module that registers each
+command, and the root group imports a command's module only when that command
+is looked up (`rulekit attribute` never imports the LSP, lint, the HTTP service
+or the dashboard); listing the commands (`--help`, a typo) imports them all, in
+this order, so help reads as before.  Must not import a command module at import
+time."""
 import errno
+import importlib
 import os
 import traceback as _tb
 from typing import Any, Optional
 
 import typer
+import typer.main
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
@@ -21,8 +30,48 @@ helpfmt.install()
 _PASS = (typer.Exit, typer.Abort, TyperException)
 
 
+# command name -> the module of rulekit.cli that registers it; the order of `rulekit --help`
+COMMAND_MODULES = {
+    "attribute": "attribute", "serve": "serve", "check": "check", "explain": "explain", "test": "test",
+    "lint": "lint", "fmt": "fmt", "convert": "convert", "lsp": "lsp", "schema": "schema", "diff": "diff",
+    "dashboard": "blueprint", "blueprint": "blueprint",
+}
+_ORDER = list(dict.fromkeys(COMMAND_MODULES.values()))
+
+
+def load_commands(names: Any = None) -> None:
+    """Import the modules that register `names` (default: every command), in help order."""
+    wanted = set(COMMAND_MODULES.values()) if names is None else {COMMAND_MODULES[n] for n in names}
+    for mod in _ORDER:
+        if mod in wanted:
+            importlib.import_module(f"rulekit.cli.{mod}")
+
+
+def _rank(module: str) -> int:
+    mod = module.rsplit(".", 1)[-1]
+    return _ORDER.index(mod) if mod in _ORDER else len(_ORDER)
+
+
 class _Group(TyperGroup):
-    """The root group: runs the command and turns an unexpected exception into one line."""
+    """The root group: loads commands on demand (see the module docstring), runs the
+    command and turns an unexpected exception into one line."""
+
+    def _refresh(self, names: Any = None) -> None:
+        load_commands(names)
+        # a module imported directly (`import rulekit.cli.check`) registered out of turn: help order
+        app.registered_commands.sort(key=lambda c: _rank(getattr(c.callback, "__module__", "")))
+        fresh = typer.main.get_command(app)
+        self.commands = dict(fresh.commands)  # type: ignore[attr-defined]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands:
+            self._refresh([cmd_name] if cmd_name in COMMAND_MODULES else None)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        if any(n not in self.commands for n in COMMAND_MODULES):
+            self._refresh()
+        return super().list_commands(ctx)
 
     def invoke(self, ctx: Any) -> Any:
         try:
