@@ -8,11 +8,15 @@ from typing import Any, Sequence
 
 import typer
 
-from rulekit.cli.formats import FORMATS
 from rulekit.cli.status import ExitStatus, fail
 
 
-def check_format(fmt: str, allowed: Sequence[str] = FORMATS) -> None:
+def check_format(fmt: str, allowed: Sequence[str] | None = None) -> None:
+    """Exit with a usage error unless `fmt` is one of `allowed` (default: `formats.FORMATS`)."""
+    if allowed is None:
+        from rulekit.cli.formats import FORMATS
+
+        allowed = FORMATS
     if fmt not in allowed:
         fail(f"unknown format {fmt!r}; use one of {', '.join(allowed)}")
 

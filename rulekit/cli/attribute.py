@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from rulekit.cli.app import app
 from rulekit.cli.batch import EXECUTOR_HELP, JOBS_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor, echo_failure, run_batch
@@ -28,6 +28,9 @@ from rulekit.cli._common import load_engine_or_exit
 from rulekit.cli.status import ExitStatus
 from rulekit.executors import CorpusSpec, Job
 from rulekit.executors.base import run_job
+
+if TYPE_CHECKING:
+    from rich.console import Console  # rich is imported only to render text (not for --format json)
 
 PROGRESS_MIN_BYTES = 32 << 20
 
@@ -40,6 +43,7 @@ class _BytesBar:
 
     def begin(self, total: int) -> None:
         if total >= PROGRESS_MIN_BYTES and sys.stderr.isatty():
+            from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
             self.bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
@@ -96,6 +100,8 @@ def attribute(
         out = results[0] if len(results) == 1 else results
         typer.echo(json.dumps(out, indent=2, default=str))
     else:
+        from rich.console import Console
+
         console = Console(highlight=False, soft_wrap=True)
         printed = 0
         for job, o in zip(batch, ordered):
@@ -118,6 +124,8 @@ _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "applicatio
 
 def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, job_dir: str | None = None) -> None:
     """One result as text; `job_dir` (several jobs) names the folder in the heading."""
+    from rich.markup import escape
+
     if "error" in r:
         console.print(f"[bold red]{escape(r.get('job_dir', '?'))}: {escape(r['error'])}[/]")
         return

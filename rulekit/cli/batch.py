@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import typer
 
 from rulekit.cli.status import ExitStatus
-from rich.console import Console
-from rich.markup import escape
 
 from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, JobOutcome, Task, make_executor
 
 EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
 JOBS_HELP = "Workers (local processes, or local Dask workers) for many jobs; 0: one per core."
+if TYPE_CHECKING:
+    from rich.console import Console  # imported where a bar or a failure is printed
+
 TIMEOUT_HELP = "Seconds one job may take before it is recorded as failed (0: no limit)."
 
 
@@ -40,6 +41,8 @@ def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None
     msg = (outcome.error or "").replace(outcome.job.label, shown)
     line = f"error: {msg}" if msg.startswith(shown) else f"error: {shown}: {msg}"
     if console is not None:
+        from rich.markup import escape
+
         console.print(f"[red]{escape(line)}[/]")
     else:
         typer.echo(line, err=True)
@@ -69,6 +72,7 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
 
 
 def _with_bar(stream: Iterable[JobOutcome], total: int, shown: dict[Task, str], outcomes: dict[Task, JobOutcome]) -> None:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
     console = Console(stderr=True)

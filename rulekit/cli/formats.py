@@ -10,7 +10,6 @@ import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence
-from xml.sax.saxutils import escape as xml_escape, quoteattr
 
 from rulekit.codes import CODES
 from rulekit.diagnostics import Diagnostic, Span
@@ -158,6 +157,8 @@ def github(diags: Sequence[Diagnostic]) -> str:
 
 def junit(results: Sequence[Any], suite: str = "rulekit", details: dict[int, str] | None = None) -> str:
     """JUnit XML of TestResults (one <testcase> each; classname = kind and file)."""
+    from xml.sax.saxutils import escape as xml_escape, quoteattr  # here: ~10 ms of import no other format needs
+
     details = details or {}
     fails = sum(1 for r in results if r.status == "failed")
     errs = sum(1 for r in results if r.status == "error")
