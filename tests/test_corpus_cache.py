@@ -151,3 +151,72 @@ def test_the_same_files_named_differently_do_not_share_diagnostics(make_corpus, 
     relative = load_corpus([Path(root.name)])
     assert absolute.diagnostics and {str(d.span.file) for d in absolute.diagnostics} == {str(root / "bad.toml")}
     assert {str(d.span.file) for d in relative.diagnostics} == {str(Path(root.name) / "bad.toml")}
+
+
+PLUGIN_CORPUS = {
+    **CORPUS,
+    "p.py": '''
+        from rulekit.plugin import register_symptom
+
+        register_symptom("BAR_FAULT", outcome="hardware", sub_domain="gpu", rank=5, blame="node")
+    ''',
+    "a.test.toml": '''
+        [[case]]
+        name = "a full disk"
+        job = { id = "t1", state = "FAILED", nodes = ["n1"] }
+        [[case.observation]]
+        source = "syslog"
+        node = "n1"
+        lines = ["No space left on sda1"]
+        [case.expect]
+        root_cause = "DISK_FULL"
+    ''',
+}
+
+
+def _full(res):
+    return (_summary(res), sorted(s.name for s in res.ruleset.symptoms),
+            [(c.name, dict(c.expect)) for c in res.engine.job_tests])
+
+
+def test_a_warm_load_runs_plugins_from_cached_bytecode_and_reuses_job_tests(make_corpus, cache_dir, monkeypatch):
+    import rulekit.rules.loader as loader_mod
+
+    root = make_corpus(PLUGIN_CORPUS)
+    cold = load_corpus([root])
+    assert cold.engine is not None, cold.diagnostics
+    assert "BAR_FAULT" in {s.name for s in cold.ruleset.symptoms}
+    assert [c.name for c in cold.engine.job_tests] == ["a full disk"]
+    # warm: the plugin still runs (it yields the symptom) but is not compiled; job tests are not parsed
+    monkeypatch.setattr(loader_mod, "compile", lambda *a, **k: pytest.fail("compiled a plugin on a warm load"),
+                        raising=False)
+    monkeypatch.setattr(loader_mod, "parse_job_tests", lambda *a, **k: pytest.fail("parsed job tests on a warm load"))
+    warm = load_corpus([root])
+    assert _full(warm) == _full(cold)
+
+
+@pytest.mark.parametrize("damage", ["other-text", "other-python", "not-code"])
+def test_cached_plugin_bytecode_is_used_only_for_the_same_text_and_python(make_corpus, cache_dir, damage):
+    import marshal
+
+    from rulekit.rules.corpus_cache import CorpusCache
+
+    c = CorpusCache("k")
+    text = "X = 1\n"
+    code = compile(text, "/r/p.py", "exec")
+    c.keep_code("/r/p.py", text, code)
+    assert c.plugin_code("/r/p.py", text) is not None
+    assert c.plugin_code("/r/q.py", text) is None  # another file
+    magic, digest, body = c.codes["/r/p.py"]
+    if damage == "other-text":
+        assert c.plugin_code("/r/p.py", "X = 2\n") is None
+    elif damage == "other-python":
+        c.codes["/r/p.py"] = (b"\x00\x00\r\n", digest, body)
+        assert c.plugin_code("/r/p.py", text) is None
+    else:
+        c.codes["/r/p.py"] = (magic, digest, marshal.dumps(("not", "code")))
+        assert c.plugin_code("/r/p.py", text) is None
+    # a plugin whose cached code is refused is compiled again: the load is unchanged
+    root = make_corpus(PLUGIN_CORPUS)
+    cold = load_corpus([root])
+    assert _full(load_corpus([root])) == _full(cold)

@@ -393,8 +393,13 @@ def parse_rule_text(text: str, path: str, cache: CorpusCache | None = None) -> P
     `cache`: the compiled-corpus cache, read and filled for TOML and DSL parses.
     Python plugins are executed, not parsed: see `load_plugin`."""
     if path.endswith(".test.toml"):
-        cases, diags = parse_job_tests(text, path)
-        return ParsedFile(RuleSet(job_tests=list(cases)), diags)
+        got = cache.tests.get(path) if cache is not None else None
+        if got is None:
+            got = parse_job_tests(text, path)
+            if cache is not None:
+                cache.tests[path] = got
+        cases, diags = got
+        return ParsedFile(RuleSet(job_tests=list(cases)), list(diags))
     if path.endswith(".toml"):
         parsed = cache.tomls.get(path) if cache is not None else None
         if parsed is None:
@@ -510,7 +515,7 @@ class RuleLoader:
         elif f.suffix == ".py":
             if folder not in self._packages:
                 self._packages[folder] = _package_for(folder)
-            rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)))
+            rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)), self._cache)
             self._plugin_files[str(f)] = text
         else:
             return
@@ -521,7 +526,7 @@ class RuleLoader:
         text = self._read(f)
         if text is None:
             return
-        p = parse_rule_text(text, str(f))
+        p = parse_rule_text(text, str(f), self._cache)
         self.ruleset.job_tests.extend(p.ruleset.job_tests)
         self.diagnostics.extend(p.diagnostics)
 
@@ -587,9 +592,11 @@ def _is_bundled(folder: Path) -> bool:
         return False
 
 
-def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None") -> tuple[RuleSet, list[Diagnostic]]:
+def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None",
+                cache: CorpusCache | None = None) -> tuple[RuleSet, list[Diagnostic]]:
     """A plugin file as the probe saw it: an import that timed out, exited or killed
-    the child is reported (and not run here); otherwise it is executed in this process.
+    the child is reported (and not run here); otherwise it is executed in this process
+    (from the corpus cache's bytecode when it has this text's).
     The probe's captured output becomes a note (RK007)."""
     diags: list[Diagnostic] = []
     if verdict is not None and verdict.output.strip():
@@ -600,7 +607,7 @@ def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None")
         diags.append(Diagnostic(code, verdict.message, Span(str(f), line, 1, line, 2),
                                 data={"seconds": round(verdict.seconds, 3)} if verdict.status == "timeout" else {}))
         return RuleSet(files=[str(f)]), diags
-    rs, more = exec_plugin(f, pkg, text, report_output=verdict is None)
+    rs, more = exec_plugin(f, pkg, text, report_output=verdict is None, cache=cache)
     return rs, diags + more
 
 
@@ -657,11 +664,13 @@ class _fd_capture:
         return self._data.decode("utf-8", "replace")
 
 
-def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tuple[RuleSet, list[Diagnostic]]:
+def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True,
+                cache: CorpusCache | None = None) -> tuple[RuleSet, list[Diagnostic]]:
     """Execute one `.py` rule file (as a module of package `pkg`) with the decorators
     bound to a fresh sink.  Its stdout/stderr writes are captured (a note when
     report_output); SystemExit and other BaseExceptions (not the user's Ctrl-C)
-    become a diagnostic at the plugin's line."""
+    become a diagnostic at the plugin's line.  `cache`: the corpus cache, whose
+    bytecode for this text is used (and filled) instead of compiling."""
     import contextlib
     import io
 
@@ -671,7 +680,11 @@ def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True) -> tup
     captured = io.StringIO()
     try:
         with _fd_capture() as raw, contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-            code = compile(text, str(f), "exec")
+            code = cache.plugin_code(str(f), text) if cache is not None else None
+            if code is None:
+                code = compile(text, str(f), "exec")
+                if cache is not None:
+                    cache.keep_code(str(f), text, code)
             module = types.ModuleType(f"{pkg}.{f.stem}")
             module.__file__ = str(f)
             module.__package__ = pkg
