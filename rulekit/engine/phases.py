@@ -152,21 +152,26 @@ class ExtractionPhase:
             extra["_ts"] = ts
         if obs.node:
             extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
-            return obs.node, extra
+        return self._node_of(obs, line, rank), extra
+
+    def _node_of(self, obs: Observation, line: str, rank: int | None) -> str | None:
+        """The node a line belongs to: declared, else its printing host, else its rank's, else the job's only one."""
+        if obs.node:
+            return obs.node
         if obs.source == "scheduler":
-            return None, extra  # the record's own lines: only the node JobInfo names
+            return None  # the record's own lines: only the node JobInfo names
         host_name = host_of(line)
         if host_name:
             host = self.engine.config.canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
-                return host, extra
+                return host
         if rank is not None:
             node = self.job.rank_to_node(rank)
             if node:
-                return node, extra
+                return node
         if len(self.job.nodes) == 1:
-            return self.job.nodes[0], extra
-        return None, extra
+            return self.job.nodes[0]
+        return None
 
     def apply(self, obs: Observation, progress: Callable[[int], None] | None = None, plan: "ScanPlan | None" = None) -> int:
         """Extract one observation; `plan` restricts the rules (inline tests)."""
@@ -187,16 +192,16 @@ class ExtractionPhase:
                 counted_pos = start
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
-                # the carried timestamp is looked up only for a line without its own
-                carried = partial(carry.before, chunk, start)
                 if isinstance(rule, AccumulatorRule):
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
+                    # the carried timestamp is looked up only for a line without its own
+                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
+                                                  partial(carry.before, chunk, start))
                     if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
                         active.append(acc)
                     carry.saw(acc.ts if acc is not None else None, end)
                     continue
-                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carried), end)
-            line_base += chunk.count(b"\n")
+                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
+            line_base = counted_line + chunk.count(b"\n", counted_pos)
             if progress:
                 progress(len(chunk))
         for acc in active:
@@ -209,24 +214,24 @@ class ExtractionPhase:
         return self.added - before
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carried: Callable[[], str | None] | None = None) -> str | None:
-        """Add the rule's event for one line; returns the line's own timestamp."""
-        node, extra = self.resolve_node(obs, line)
-        values: dict[str, Any] = dict(rule.lookup)
-        values.update({k: v for k, v in caps.items() if v is not None})
+              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
+        """Add the rule's event for one line; returns the line's own timestamp (None
+        for a repeat beyond the cap).  What only a stored event shows (uptime, the
+        rendered fields, the carried timestamp) is computed only for one that is stored."""
+        ts, uptime = timestamp_of(line, self.year)
+        rank = rank_of(line)
         emit = rule.emit
+        values: dict[str, Any] = dict(rule.lookup)
+        for k, v in caps.items():
+            if v is not None:
+                values[k] = v
+        node = None
         if emit.node:
             rendered = render(emit.node, values)
-            node = self.engine.config.canonical_node(rendered) if rendered else node
-        fields = dict(values)
-        for k, t in emit.fields:
-            fields[k] = render(t, values)
-        ts = extra.pop("_ts", None)
-        fields.update(extra)
-        if ts is None and carried is not None:
-            c = carried()
-            if c:
-                fields["carried_ts"] = c
+            if rendered:
+                node = self.engine.config.canonical_node(rendered)
+        if node is None and not (emit.node and rendered):
+            node = self._node_of(obs, line, rank)
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
@@ -234,16 +239,31 @@ class ExtractionPhase:
         key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
         if kept >= self.repeat_cap:
+            if ts is None and carry is not None:
+                carry.advance(chunk, start)  # what a lookback here would have remembered
             agg = self._repeats.get((oc, key))
             if agg is None:
                 self._repeats[(oc, key)] = [1, line_num, line_num, ts]
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
-            return
+            return None
         self._kept[key] = kept + 1
-        payload = {"node": node, "symptom": symptom, "fields": fields}
-        self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
+        fields = dict(values)
+        for k, t in emit.fields:
+            fields[k] = render(t, values)
+        if rank is not None:
+            fields["rank"] = rank
+        if uptime is not None:
+            fields["uptime"] = uptime
+        if obs.node:
+            fields["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
+        if ts is None and carry is not None:
+            c = carry.before(chunk, start)
+            if c:
+                fields["carried_ts"] = c
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule.name, oc, ts, line_num, line, node, symptom, fields))
         self.added += 1
         return ts
 
@@ -266,11 +286,11 @@ class ExtractionPhase:
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
-        payload = {"node": node, "symptom": symptom, "fields": dict(spec.fields)}
         etype = EMIT_TYPES[spec.type].value if spec.type in EMIT_TYPES else spec.type
-        self.manager.add(self.context_id, etype, rule, oc, spec.timestamp or ts,
-                         spec.line_num if spec.line_num is not None else line_num,
-                         spec.datum if spec.datum is not None else datum, node, payload)
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule, oc, spec.timestamp or ts,
+                    spec.line_num if spec.line_num is not None else line_num,
+                    spec.datum if spec.datum is not None else datum, node, symptom, dict(spec.fields)))
         self.added += 1
 
 

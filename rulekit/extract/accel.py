@@ -119,7 +119,9 @@ class Accelerator:
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
         self.compiled_ascii = _Lazy(self.patterns, _bytes_twin)
-        self._named = _Lazy(self.patterns, lambda p: bool(compile_pattern(p).groupindex))
+        # whether a pattern has named groups, read from the form confirmation compiles
+        # anyway (the bytes twin on ASCII lines): never a third compile
+        self._named = _Lazy(list(range(len(self.patterns))), self._has_names)
         if sample is None:
             sample = default_sample()
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
@@ -152,6 +154,10 @@ class Accelerator:
         self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
         self._sample = sample
         self._broad_measured = False
+
+    def _has_names(self, i: int) -> bool:
+        rx = self.compiled_ascii[i]
+        return bool((rx if rx is not None else self.compiled[i]).groupindex)
 
     @property
     def analysis(self) -> list[PatternAnalysis]:
@@ -271,8 +277,9 @@ class Accelerator:
         return _Gate(regex, tuple(members), tuple(always), residual, ac, key_rules)
 
     # ------------------------------------------------------------------ scanning
-    def scan(self, chunk: bytes) -> list[tuple[int, int, int, dict]]:
-        """Every (line_start, line_end, pattern_index, groupdict) of `chunk`, as NaiveScanner."""
+    def scan(self, chunk: bytes, allowed: "frozenset[int] | None" = None) -> list[tuple[int, int, int, dict]]:
+        """Every (line_start, line_end, pattern_index, groupdict) of `chunk`, as NaiveScanner;
+        with `allowed`, only the hits of those patterns (the others are never confirmed)."""
         if not chunk:
             return []
         buf = chunk
@@ -281,9 +288,9 @@ class Accelerator:
             buf = chunk.replace(b"\r\n", b"\n\n")
             if buf.endswith(b"\r"):
                 buf = buf[:-1] + b"\n"
-        return self._scan_buf(buf, chunk if crlf else None)
+        return self._scan_buf(buf, chunk if crlf else None, allowed)
 
-    def _scan_buf(self, buf: bytes, orig: bytes | None):
+    def _scan_buf(self, buf: bytes, orig: bytes | None, allowed: "frozenset[int] | None" = None):
         """Scan `buf`.  `orig`: the chunk before the CRLF rewrite (to map line ends
         back and skip the phantom empty lines)."""
         per_line: dict[int, set[int]] = {}
@@ -302,6 +309,8 @@ class Accelerator:
                 continue  # phantom line of a CRLF rewrite
             le = line_end[ls]
             cands = per_line[ls]
+            if allowed is not None:
+                cands = cands & allowed
             if not cands:
                 continue
             raw = buf[ls:le]

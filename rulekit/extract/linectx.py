@@ -19,6 +19,7 @@ _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 _SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
 _GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d")  # in the ISO, dmesg -T, glog and syslog shapes alike
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 
 
@@ -46,6 +47,13 @@ def timestamp_of(line: str, year: int | None = None) -> tuple[str | None, float 
     head = line[:160]
     uptime = None
     m = _MONO.search(head)
+    if _CLOCK.search(head) is None:  # every dated shape below has a clock: at most an uptime
+        if m:
+            try:
+                uptime = float(m.group(1))
+            except ValueError:
+                pass
+        return None, uptime
     if m and not _DMESG_T.search(head):
         try:
             uptime = float(m.group(1))
