@@ -17,7 +17,7 @@ from __future__ import annotations
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
@@ -37,7 +37,8 @@ from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.scan import decode_line
+from rulekit.extract.parallel import parallel_scan, scan_workers
+from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
 # ---- contexts handed to rules -----------------------------------------------------------
@@ -124,6 +125,8 @@ class ExtractionPhase:
     observation's repeats are aggregated into one `event_repeats` row (count,
     first and last line, last timestamp) instead of being held."""
 
+    chunk_size = CHUNK_SIZE  # bytes read (and scanned) at a time; each ends at a line end
+
     def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
                  repeat_cap: int = REPEAT_CAP):
         self.engine = engine
@@ -181,29 +184,32 @@ class ExtractionPhase:
         line_base = obs.first_line
         active: list[_ActiveAccumulator] = []
         carry = TimeCarry(self.year)
-        for chunk in obs.chunks():
-            carry.new_chunk()
-            if active:
-                active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-            hits = plan.scanner.scan(chunk) if plan.rules else []
-            counted_pos, counted_line = 0, line_base
-            for start, end, idx, caps in hits:
-                counted_line += chunk.count(b"\n", counted_pos, start)
-                counted_pos = start
-                rule = plan.rules[idx]
-                line = decode_line(chunk[start:end])
-                if isinstance(rule, AccumulatorRule):
-                    # the carried timestamp is looked up only for a line without its own
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
-                                                  partial(carry.before, chunk, start))
-                    if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
-                        active.append(acc)
-                    carry.saw(acc.ts if acc is not None else None, end)
-                    continue
-                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
-            line_base = counted_line + chunk.count(b"\n", counted_pos)
-            if progress:
-                progress(len(chunk))
+        scanned = self._scanned(obs, plan)
+        try:
+            for chunk, hits in scanned:
+                carry.new_chunk()
+                if active:
+                    active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+                counted_pos, counted_line = 0, line_base
+                for start, end, idx, caps in hits:
+                    counted_line += chunk.count(b"\n", counted_pos, start)
+                    counted_pos = start
+                    rule = plan.rules[idx]
+                    line = decode_line(chunk[start:end])
+                    if isinstance(rule, AccumulatorRule):
+                        # the carried timestamp is looked up only for a line without its own
+                        acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
+                                                      partial(carry.before, chunk, start))
+                        if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
+                            active.append(acc)
+                        carry.saw(acc.ts if acc is not None else None, end)
+                        continue
+                    carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
+                line_base = counted_line + chunk.count(b"\n", counted_pos)
+                if progress:
+                    progress(len(chunk))
+        finally:
+            scanned.close()  # worker processes end here, even on an error or a timeout
         for acc in active:
             acc.finish(self)
         if self._repeats:
@@ -212,6 +218,19 @@ class ExtractionPhase:
             self._repeats.clear()
         self.manager.flush()
         return self.added - before
+
+    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list]]:
+        """(chunk, hits) in file order: a large log file is scanned by worker
+        processes (`rulekit.extract.parallel`), anything else here; the same chunks
+        and hits either way, so what follows cannot tell them apart."""
+        size = self.chunk_size
+        if not plan.rules:
+            return ((chunk, []) for chunk in obs.chunks(size))
+        workers = scan_workers(obs.size()) if obs.path is not None else 0
+        if workers:
+            return parallel_scan(obs.path, plan.scanner, workers, size)
+        scan = plan.scanner.scan
+        return ((chunk, scan(chunk)) for chunk in obs.chunks(size))
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
               carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
