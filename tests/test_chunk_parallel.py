@@ -142,7 +142,12 @@ def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
     assert parallel.scan_workers(1 << 40) == 0
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(parallel, "load_average", lambda: 0.3)
     assert parallel.scan_workers(parallel.PARALLEL_MIN_BYTES) == 2
+    monkeypatch.setattr(parallel, "load_average", lambda: 2.4)  # the other core is busy
+    assert parallel.scan_workers(1 << 40) == 0
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 8)
+    assert parallel.scan_workers(1 << 40) == parallel.MAX_WORKERS
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
     assert parallel.scan_workers(1 << 40) == 0
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)

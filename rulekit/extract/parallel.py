@@ -13,9 +13,11 @@ closed or exhausted.  Used only where forking is safe: a single-threaded,
 non-daemon process on a platform with `fork`.
 
 `scan_workers(size)` decides: `RULEKIT_SCAN_WORKERS` (0 or 1: serial; N: N
-workers), else N = the usable cores (at most `MAX_WORKERS`) for a file of at
-least `PARALLEL_MIN_BYTES` when more than one core is usable.  Must not know
-about rules, events or the store.
+workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
+core that is free (usable cores, less the whole part of the 1-minute load
+average other processes make, this one counted as free), at most
+`MAX_WORKERS`, when that is two or more: on a busy machine workers only queue
+behind the others.  Must not know about rules, events or the store.
 """
 from __future__ import annotations
 
@@ -64,8 +66,16 @@ def scan_workers(size: int) -> int:
             return n if n > 1 and fork_is_safe() else 0
     if size < PARALLEL_MIN_BYTES:
         return 0
-    n = min(usable_cores(), MAX_WORKERS)
+    cores = usable_cores()
+    n = min(cores, MAX_WORKERS, cores - int(load_average()) + 1)
     return n if n > 1 and fork_is_safe() else 0
+
+
+def load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not available here: assume idle
+        return 0.0
 
 
 def _worker_init() -> None:
