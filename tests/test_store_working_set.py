@@ -197,7 +197,7 @@ def test_repeated_evidence_beyond_the_cap_is_aggregated_with_the_same_result(bun
     """The same evidence (rule, type, symptom, node, captured values) beyond the cap is
     counted, not held; evidence that differs in a captured value is all kept."""
     job, observations = _repeated_job(300)
-    with Session(bundled, job, repeat_cap=10**9) as s:
+    with Session(bundled, job, repeat_cap=10**9, group_cap=10**9) as s:
         s.ingest_batch(observations)
         full = s.attribute()
         full_events = s.manager.count(s.context_id)

@@ -114,6 +114,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 
 
 REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+GROUP_CAP = 256  # events kept per (rule, event type, symptom, node) whatever the captures; later ones aggregated
 
 
 class ExtractionPhase:
@@ -121,14 +122,18 @@ class ExtractionPhase:
 
     Bounded memory: the same evidence — one extractor, event type, symptom, node
     and captured values (whatever the rank prefix, timestamp or line) — is
-    stored as events up to `repeat_cap` times per job; beyond that each
-    observation's repeats are aggregated into one `event_repeats` row (count,
-    first and last line, last timestamp) instead of being held."""
+    stored as events up to `repeat_cap` times per job, and one extractor's
+    events of one type, symptom and node, whatever they captured (pids,
+    addresses, sequence numbers never repeat), up to `group_cap` times; beyond
+    either cap each observation's repeats are aggregated into one
+    `event_repeats` row per evidence (count, first and last line, last
+    timestamp) instead of being held.  So the events held are bounded by the
+    rules, symptoms and nodes of a job, never by the length of its logs."""
 
     chunk_size = CHUNK_SIZE  # bytes read (and scanned) at a time; each ends at a line end
 
     def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
-                 repeat_cap: int = REPEAT_CAP):
+                 repeat_cap: int = REPEAT_CAP, group_cap: int = GROUP_CAP):
         self.engine = engine
         self.manager = manager
         self.context_id = context_id
@@ -138,7 +143,9 @@ class ExtractionPhase:
         self.added = 0
         self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
         self.repeat_cap = repeat_cap
-        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
+        self.group_cap = group_cap
+        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
+        self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
         self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
@@ -255,9 +262,11 @@ class ExtractionPhase:
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
         etype = EMIT_TYPES[emit.type].value
-        key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
+        group = (rule.name, etype, symptom, node)
+        key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
-        if kept >= self.repeat_cap:
+        in_group = self._group_kept.get(group, 0)
+        if kept >= self.repeat_cap or in_group >= self.group_cap:
             if ts is None and carry is not None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
             agg = self._repeats.get((oc, key))
@@ -268,6 +277,7 @@ class ExtractionPhase:
                 agg[2], agg[3] = line_num, ts or agg[3]
             return None
         self._kept[key] = kept + 1
+        self._group_kept[group] = in_group + 1
         fields = dict(values)
         for k, t in emit.fields:
             fields[k] = render(t, values)

@@ -18,6 +18,7 @@ from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
 from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import (
+    GROUP_CAP,
     REPEAT_CAP,
     AttributionState,
     CollectionPhase,
@@ -36,13 +37,13 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int = REPEAT_CAP):
+                 context: str | None = None, repeat_cap: int = REPEAT_CAP, group_cap: int = GROUP_CAP):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
         self.manager = manager or EventManager(engine.rule_names())
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
-        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap)
+        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap, group_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []
