@@ -35,12 +35,13 @@ def _run(engine, n: int, group_cap: int):
         per_group = s.manager.conn.execute(
             "SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM events GROUP BY source_rule, event_type, symptom, "
             "resources)").fetchone()[0]
-        return result, s.manager.count(s.context_id), s.manager.repeats(s.context_id), per_group
+        rows = s.manager.conn.execute("SELECT COUNT(*) FROM event_repeats").fetchone()[0]
+        return result, s.manager.count(s.context_id), s.manager.repeats(s.context_id), (per_group, rows)
 
 
 def test_distinct_evidence_beyond_the_group_cap_is_counted_not_held(bundled):
     full, full_held, full_counted, _ = _run(bundled, 400, 10**9)
-    capped, held, counted, per_group = _run(bundled, 400, 50)
+    capped, held, counted, (per_group, _rows) = _run(bundled, 400, 50)
     assert full_counted == 0
     assert per_group <= 50  # no (rule, type, symptom, node) holds more than the cap
     assert held < full_held and held + counted == full_held
@@ -51,7 +52,8 @@ def test_distinct_evidence_beyond_the_group_cap_is_counted_not_held(bundled):
 
 
 def test_events_held_do_not_grow_with_the_log(bundled):
-    _, held_small, _, _ = _run(bundled, 600, 100)
-    _, held_large, counted_large, _ = _run(bundled, 3000, 100)
+    _, held_small, _, (_, rows_small) = _run(bundled, 600, 100)
+    _, held_large, counted_large, (_, rows_large) = _run(bundled, 3000, 100)
     assert held_large == held_small  # five times the log, the same events held
+    assert rows_large == rows_small  # and the same aggregate rows: one per group, not one per captured value
     assert counted_large > 2000

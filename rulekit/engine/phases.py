@@ -126,7 +126,7 @@ class ExtractionPhase:
     events of one type, symptom and node, whatever they captured (pids,
     addresses, sequence numbers never repeat), up to `group_cap` times; beyond
     either cap each observation's repeats are aggregated into one
-    `event_repeats` row per evidence (count, first and last line, last
+    `event_repeats` row per group (count, first and last line, last
     timestamp) instead of being held.  So the events held are bounded by the
     rules, symptoms and nodes of a job, never by the length of its logs."""
 
@@ -146,7 +146,7 @@ class ExtractionPhase:
         self.group_cap = group_cap
         self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
         self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
-        self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
+        self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         """The line's node and what the line says of itself (rank, uptime, "_ts");
@@ -221,7 +221,7 @@ class ExtractionPhase:
             acc.finish(self)
         if self._repeats:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
-                                      for (oc_, (rule, etype, sym, node, _caps)), agg in self._repeats.items()])
+                                      for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
             self._repeats.clear()
         self.manager.flush()
         return self.added - before
@@ -269,9 +269,9 @@ class ExtractionPhase:
         if kept >= self.repeat_cap or in_group >= self.group_cap:
             if ts is None and carry is not None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
-            agg = self._repeats.get((oc, key))
+            agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
             if agg is None:
-                self._repeats[(oc, key)] = [1, line_num, line_num, ts]
+                self._repeats[(oc, group)] = [1, line_num, line_num, ts]
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
