@@ -80,7 +80,7 @@ _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own column
 
 _BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
 MAX_DATUM = 4096  # characters of the source line kept on an event
-SPILL_BYTES = 32 << 20  # an in-memory database larger than this moves to a private file
+SPILL_BYTES = 8 << 20  # an in-memory database larger than this moves to a private file (bounds its RSS)
 
 
 class EventRow(NamedTuple):
