@@ -57,3 +57,15 @@ def test_events_held_do_not_grow_with_the_log(bundled):
     assert held_large == held_small  # five times the log, the same events held
     assert rows_large == rows_small  # and the same aggregate rows: one per group, not one per captured value
     assert counted_large > 2000
+
+
+@pytest.mark.parametrize("raw", [
+    b"12: x", b"  [rank3]: y", b"[default7]: z", b"\x1c5: a", b"\x1f\x1f[rank1]:", b"5: \r", b"5:\r", b"\r",
+    b"         9: nine spaces", b"\t\t3: tabs", b"[rank]: none", b"x 12: late", b"0012: zeros", b"",
+    "\u00a012: nbsp".encode(), "\u0663: arabic three".encode(), b"\xff12: bad utf8", "1\u0663: mixed".encode(),
+])
+def test_rank_of_raw_is_rank_of_the_decoded_line(raw):
+    from rulekit.extract.linectx import rank_of, rank_of_raw
+    from rulekit.extract.scan import decode_line
+
+    assert rank_of_raw(raw) == rank_of(decode_line(raw))

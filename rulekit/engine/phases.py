@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import host_of, rank_of, timestamp_of
+from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
     EMIT_TYPES,
     AccumulatorRule,
@@ -343,18 +343,17 @@ class _ActiveAccumulator:
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
-        from rulekit.extract.linectx import rank_of
-
         n = len(chunk)
         while pos < n and not self.done:
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
-            line = decode_line(chunk[pos:end])
+            raw = chunk[pos:end]
             pos = end + 1
             if self.rank is not None:
-                r = rank_of(line)
+                r = rank_of_raw(raw)  # another rank's line is skipped before it is decoded
                 if r is not None and r != self.rank:
                     continue
+            line = decode_line(raw)
             self.fed += 1
             keep = False
             try:

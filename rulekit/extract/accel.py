@@ -13,8 +13,10 @@ loop over lines or rules on the hot path:
 2. *Candidates.*  On a pyre2 gate-hit line only, an Aho-Corasick automaton
    (ahocorasick-rs, DFA, overlapping) over the lower-cased line maps each rule's
    chosen key literal (`literals.choose_keys`: rarest in a benign sample) to the
-   rule; the few rules without any key literal are candidates when a small pyre2
-   alternation of just those rules matches the line.
+   rule, which stays a candidate only if the line also holds one literal of each
+   of its other required factors (plain `in` tests); the few rules without any
+   key literal are candidates when a small pyre2 alternation of just those rules
+   matches the line.
 3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
    also yields the named captures (on an ASCII line, an ASCII pattern runs as its
    bytes twin: same meaning there, many times faster in pyre2).
@@ -151,6 +153,11 @@ class Accelerator:
         if self.backend == "hyperscan":
             self._build_hyperscan(supersets)
             re2_members = [i for i in range(n) if i not in self._hs_members]
+        # the rule's other required factors: a key-literal candidate lacking one of them
+        # cannot match, so it is never confirmed (the same lower-cased-bytes soundness as keys)
+        self._extra_factors: list[tuple[tuple[bytes, ...], ...]] = [
+            tuple(tuple(f) for f in a.factors if f != a.key) if a.prefilterable and a.key and a.factors else ()
+            for a in self._analysis]
         self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
         self._sample = sample
         self._broad_measured = False
@@ -339,6 +346,7 @@ class Accelerator:
         key_rules = gate.key_rules
         residual = gate.residual.search if gate.residual is not None else None
         always = gate.always
+        extra = self._extra_factors
         n = len(buf)
         pos = 0
         while pos < n:
@@ -358,8 +366,13 @@ class Accelerator:
                 line_end[ls] = le
             line = buf[ls:le]
             if ac is not None:
-                for kid, _s, _e in ac.find_matches_as_indexes(line.lower(), overlapping=True):
-                    cands.update(key_rules[kid])
+                low = line.lower()
+                for kid, _s, _e in ac.find_matches_as_indexes(low, overlapping=True):
+                    for r in key_rules[kid]:
+                        if r not in cands:
+                            ef = extra[r]
+                            if not ef or all(any(k in low for k in f) for f in ef):
+                                cands.add(r)
             if residual is not None and residual(line) is not None:
                 cands.update(always)
             pos = le + 1

@@ -38,6 +38,22 @@ def rank_of(line: str) -> int | None:
     return int(m.group(1) or m.group(2))
 
 
+# `_RANK` on the raw bytes of an ASCII line: the same matches (str `\s` on ASCII is
+# these eleven bytes, `\d` is 0-9), without decoding the line first
+_RANK_ASCII = re.compile(rb"^[ \t\n\r\x0b\x0c\x1c-\x1f]{0,8}(?:\[(?:rank|default)([0-9]+)\]:|([0-9]+): )")
+
+
+def rank_of_raw(raw: bytes) -> int | None:
+    """`rank_of` of a raw line (a trailing `\r` cannot change it), decoding only a line
+    that is not ASCII."""
+    if not raw.isascii():
+        return rank_of(raw.decode("utf-8", "replace"))
+    m = _RANK_ASCII.match(raw)
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
+
+
 def host_of(line: str) -> str | None:
     m = _NCCL_HOST.search(line[:300])
     return m.group(1) if m else None
