@@ -84,7 +84,7 @@ def _generated_job(tmp: Path, engine, seed: int) -> Path:
 
 
 def _attribute(engine, job: Path, workers: int, monkeypatch, chunk: int) -> str:
-    monkeypatch.setenv(parallel.ENV, str(workers))
+    monkeypatch.setattr(engine, "options", engine.options.with_(scan_workers=workers))
     monkeypatch.setattr(phases.ExtractionPhase, "chunk_size", chunk)
     return json.dumps(attribute_dir(engine, job, with_trace=True), sort_keys=True, default=str)
 
@@ -136,7 +136,6 @@ def test_default_chunks_in_workers_equal_serial(engine, tmp_path, monkeypatch, c
 
 
 def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
-    monkeypatch.delenv(parallel.ENV, raising=False)
     assert parallel.scan_workers(parallel.PARALLEL_MIN_BYTES - 1) == 0
     monkeypatch.setattr(parallel, "usable_cores", lambda: 1)
     assert parallel.scan_workers(1 << 40) == 0
@@ -151,10 +150,10 @@ def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
     assert parallel.scan_workers(1 << 40) == 0
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
-    monkeypatch.setenv(parallel.ENV, "1")
-    assert parallel.scan_workers(1 << 40) == 0
-    monkeypatch.setenv(parallel.ENV, "3")
-    assert parallel.scan_workers(10) == 3
+    assert parallel.scan_workers(1 << 40, requested=1) == 0  # the engine option (RULEKIT_SCAN_WORKERS) decides
+    assert parallel.scan_workers(10, requested=3) == 3
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
+    assert parallel.scan_workers(10, requested=3) == 0
 
 
 def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):

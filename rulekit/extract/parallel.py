@@ -12,8 +12,8 @@ their chunk from the file themselves, and are all gone when the iterator is
 closed or exhausted.  Used only where forking is safe: a single-threaded,
 non-daemon process on a platform with `fork`.
 
-`scan_workers(size)` decides: `RULEKIT_SCAN_WORKERS` (0 or 1: serial; N: N
-workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
+`scan_workers(size, requested)` decides: `requested` (the engine option
+`scan_workers`, from `RULEKIT_SCAN_WORKERS`: 0 or 1 serial, N workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
 core that is free (usable cores, less the whole part of the 1-minute load
 average other processes make, this one counted as free), at most
 `MAX_WORKERS`, when that is two or more: on a busy machine workers only queue
@@ -32,7 +32,6 @@ from rulekit.extract.scan import CHUNK_SIZE, Hit, Scanner, iter_chunks
 
 PARALLEL_MIN_BYTES = 48 << 20  # below this a worker's start (its scanner warming up) costs more than it saves
 MAX_WORKERS = 4
-ENV = "RULEKIT_SCAN_WORKERS"
 
 _SCANNER: Scanner | None = None  # what the forked workers scan with (set just before they fork)
 
@@ -54,16 +53,10 @@ def fork_is_safe() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def scan_workers(size: int) -> int:
+def scan_workers(size: int, requested: int | None = None) -> int:
     """Worker processes for scanning a file of `size` bytes (0: scan serially here)."""
-    raw = os.environ.get(ENV, "").strip()
-    if raw:
-        try:
-            n = int(raw)
-        except ValueError:
-            n = -1
-        if n >= 0:
-            return n if n > 1 and fork_is_safe() else 0
+    if requested is not None:
+        return requested if requested > 1 and fork_is_safe() else 0
     if size < PARALLEL_MIN_BYTES:
         return 0
     cores = usable_cores()
