@@ -373,10 +373,16 @@ class Accelerator:
                 low = line.lower()
                 for kid, _s, _e in ac.find_matches_as_indexes(low, overlapping=True):
                     for r in key_rules[kid]:
-                        if r not in cands:
-                            ef = extra[r]
-                            if not ef or all(any(k in low for k in f) for f in ef):
-                                cands.add(r)
+                        if r in cands:
+                            continue
+                        for f in extra[r]:  # (plain loops: a generator per candidate costs more than it saves)
+                            for k in f:
+                                if k in low:
+                                    break
+                            else:
+                                break  # no literal of this factor: the rule cannot match the line
+                        else:
+                            cands.add(r)
             if residual is not None and residual(line) is not None:
                 cands.update(always)
             pos = le + 1
