@@ -6,7 +6,8 @@ plus the one function that turns a printed host name into a job node name.
 
 `EngineOptions`: the knobs that change how rulekit runs but never what it
 concludes -- the cache folder, the scanner backend, the plugin import time limit,
-the event store's buffer and spill sizes, the repeat and evidence caps.
+the event store's buffer and spill sizes, the repeat, group and evidence caps,
+the processes scanning one large log.
 `EngineOptions.from_env()` is the one place the `RULEKIT_*` environment variables
 are read; the edges (the CLI, the Service, `rulekit.api`) call it once and pass the
 object down (`load_corpus(options=...)` -> `RuleEngine.options` -> `Session`).  A
