@@ -168,3 +168,18 @@ def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):
     assert multiprocessing.active_children()
     it.close()
     assert not multiprocessing.active_children()
+
+
+def test_no_processes_to_be_had_means_a_serial_scan(engine, tmp_path, monkeypatch):
+    job = _generated_job(tmp_path, engine, 5)
+    log = job / "applog" / "train.log"
+    plan = engine.scan_plan("applog", "text")
+
+    def refuse(*a, **k):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel.multiprocessing.get_context("fork"), "Pool", refuse)
+    got = list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK))
+    with open(log, "rb") as f:
+        want = [(c, plan.scanner.scan(c)) for c in parallel.iter_chunks(f, SMALL_CHUNK)]
+    assert got == want and len(got) > 10

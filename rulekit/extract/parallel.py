@@ -95,8 +95,16 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
     pool: Any = None
     try:
         pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+    except OSError:  # no processes to be had (limits, memory): scan here, as without workers
+        pool = None
     finally:
         gc.unfreeze()
+    if pool is None:
+        _SCANNER = None
+        with open(path, "rb") as f:
+            for chunk in iter_chunks(f, size):
+                yield chunk, scanner.scan(chunk)
+        return
     window = 2 * workers  # chunks in flight: a few MiB each
     pending: deque = deque()
     done = False
