@@ -16,6 +16,7 @@ functions (Dask pickles them by reference).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from typing import Any, Iterable, Iterator
@@ -64,9 +65,9 @@ def corpus_status(spec: CorpusSpec) -> str | None:
         return describe_error(e)
 
 
-def attribute_task(job: Task, spec: CorpusSpec, with_trace: bool = False, timeout: float | None = None,
-                   grace: float = STUCK_GRACE) -> JobOutcome:
-    """One job attempt on a worker (the per-task function)."""
+def attribute_chunk(jobs: list[Task], spec: CorpusSpec, with_trace: bool = False, timeout: float | None = None,
+                    grace: float = STUCK_GRACE) -> list[JobOutcome]:
+    """One task on a worker: its job attempts one after another, each under the time limit."""
     try:
         where = get_worker().address
     except ValueError:
@@ -74,11 +75,15 @@ def attribute_task(job: Task, spec: CorpusSpec, with_trace: bool = False, timeou
     try:
         engine = engine_for(spec)
     except Exception as e:
-        return JobOutcome(job, error=f"corpus could not be built on worker {where}: {describe_error(e)}", worker=where)
-    return run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace)
+        error = f"corpus could not be built on worker {where}: {describe_error(e)}"
+        return [JobOutcome(job, error=error, worker=where) for job in jobs]
+    return [run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace)
+            for job in jobs]
 
 
 STUCK_EXIT = 70
+CHUNK_TARGET_S = 0.1  # job time one task should carry: Dask's few ms per task stay a few percent
+MAX_CHUNK = 32
 
 
 def end_stuck_worker() -> None:
@@ -95,9 +100,10 @@ class DaskExecutor(Executor):
 
     def __init__(self, corpus: CorpusSpec, *, address: str | None = None, workers: int | None = None,
                  timeout: float | None = None, max_in_flight: int | None = None, client: Any = None,
-                 connect_timeout: str = "10s", stuck_grace: float = STUCK_GRACE) -> None:
+                 connect_timeout: str = "10s", stuck_grace: float = STUCK_GRACE, chunk: int | None = None) -> None:
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
         self.stuck_grace = stuck_grace
+        self.chunk = chunk
         if Client is None:
             raise ExecutorError("the dask executor needs `dask[distributed]` (pip install 'dask[distributed]')")
         self._cluster = None
@@ -129,12 +135,24 @@ class DaskExecutor(Executor):
     def slots(self) -> int:
         return sum(self.client.nthreads().values()) or self.workers
 
+    def chunk_size(self, job_seconds: float, jobs_done: int) -> int:
+        """Jobs per task: `chunk` when set, else enough measured jobs to fill CHUNK_TARGET_S
+        (1 until the first jobs come back, and for any job that takes that long itself)."""
+        if self.chunk:
+            return self.chunk
+        if not jobs_done:
+            return 1
+        mean = job_seconds / jobs_done
+        return max(1, min(MAX_CHUNK, int(CHUNK_TARGET_S / max(mean, 1e-4))))
+
     def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
         source = iter(jobs)
-        window = self.window(self.slots())
+        window = self.window(self.slots())  # tasks in flight (each up to chunk_size() jobs)
         options = f"trace={with_trace};corpus={self.corpus.key}"
         seen: set[str] = set()
-        inflight: dict[str, Task] = {}
+        inflight: dict[str, list[Task]] = {}
+        alone: list[tuple[str, Task]] = []  # the jobs of a lost chunk: each again, in a task of its own
+        timing = [0.0, 0]  # seconds of finished jobs, their number (sets the chunk size)
         # futures finish into `ac`; their results are gathered a batch at a time (one call to
         # the scheduler per batch, not per task).  `loop=` is this client's: without it
         # as_completed runs on the *default* client's loop, another thread when a process holds
@@ -142,38 +160,52 @@ class DaskExecutor(Executor):
         ac = as_completed(loop=self.client.loop)
 
         def refill() -> None:
-            batch: list[Task] = []
             keys: list[str] = []
-            for job in source:
-                key = job.key(options)
-                if key in seen:
-                    continue  # the same attempt twice is one task, one outcome
-                seen.add(key)
-                inflight[key] = job
-                batch.append(job)
-                keys.append(key)
-                if len(inflight) >= window:
+            groups: list[list[Task]] = []
+            size = self.chunk_size(*timing)
+            while len(inflight) < window:
+                group: list[tuple[str, Task]] = [alone.pop()] if alone else []
+                if not group:
+                    for job in source:
+                        key = job.key(options)
+                        if key in seen:
+                            continue  # the same attempt twice is one task, one outcome
+                        seen.add(key)
+                        group.append((key, job))
+                        if len(group) >= size:
+                            break
+                if not group:
                     break
-            if batch:
-                ac.update(self.client.map(attribute_task, batch, key=keys, pure=False, spec=self.corpus,
+                # one job: its own key; several: a key of their keys (the same chunk re-run is one task)
+                tkey = group[0][0] if len(group) == 1 else "rulekit-chunk-" + hashlib.sha1(
+                    "\0".join(k for k, _ in group).encode()).hexdigest()[:16]
+                inflight[tkey] = [j for _, j in group]
+                keys.append(tkey)
+                groups.append(inflight[tkey])
+            if groups:
+                ac.update(self.client.map(attribute_chunk, groups, key=keys, pure=False, spec=self.corpus,
                                           with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace))
 
         refill()
         for batch in ac.batches():
-            for fut, outcome in zip(batch, self._outcomes(batch, inflight)):
+            for fut, outcomes in zip(batch, self._outcomes(batch, inflight, alone, options)):
                 fut.release()
-                yield outcome
+                for outcome in outcomes:
+                    timing[0] += outcome.seconds
+                    timing[1] += 1
+                    yield outcome
             refill()
 
-    def _outcomes(self, batch: list[Any], inflight: dict[str, Task]) -> list[JobOutcome]:
+    def _outcomes(self, batch: list[Any], inflight: dict[str, list[Task]], alone: list[tuple[str, Task]],
+                  options: str) -> list[list[JobOutcome]]:
         done = [f for f in batch if f.status == "finished"]
         try:
             results = dict(zip((f.key for f in done), self.client.gather(done))) if done else {}
         except Exception:  # one of them was lost after finishing: take them one by one
             results = {}
-        out = []
+        out: list[list[JobOutcome]] = []
         for fut in batch:
-            job = inflight.pop(fut.key)
+            group = inflight.pop(fut.key)
             if fut.key in results:
                 out.append(results[fut.key])
                 continue
@@ -184,9 +216,13 @@ class DaskExecutor(Executor):
                     continue
                 except Exception as e:
                     exc = e
+            if len(group) > 1:  # a chunk whose workers died: run its jobs one per task, so only
+                alone.extend((j.key(options), j) for j in reversed(group))  # the guilty one is lost
+                out.append([])
+                continue
             # KilledWorker: every worker that ran it died (allowed-failures exhausted)
-            out.append(JobOutcome(job, error="lost: the workers that ran it died (or were ended, stuck past "
-                                             f"the time limit): {describe_error(exc)}"))
+            out.append([JobOutcome(group[0], error="lost: the workers that ran it died (or were ended, stuck past "
+                                                   f"the time limit): {describe_error(exc)}")])
         return out
 
     def close(self) -> None:
