@@ -296,7 +296,7 @@ def test_tiny_jobs_go_several_to_a_task_and_come_back_identical(client, baseline
     chunks = [k for k in keys if str(k).startswith("rulekit-chunk-")]
     assert chunks and len(keys) < len(outcomes)  # fewer tasks than jobs
     ex.chunk = None  # adaptive: (seconds of the jobs finished so far, their number) -> jobs per task
-    assert ex.chunk_size(0.1, 10) == 10 and ex.chunk_size(0.5, 1) == 1 and ex.chunk_size(0, 0) == 1
+    assert ex.chunk_size(0.01, 10) == 10 and ex.chunk_size(0.5, 1) == 1 and ex.chunk_size(0, 0) == 1
     assert ex.chunk_size(1e-6, 10) == 32  # capped
 
 

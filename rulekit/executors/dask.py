@@ -82,7 +82,7 @@ def attribute_chunk(jobs: list[Task], spec: CorpusSpec, with_trace: bool = False
 
 
 STUCK_EXIT = 70
-CHUNK_TARGET_S = 0.1  # job time one task should carry: Dask's few ms per task stay a few percent
+CHUNK_TARGET_S = 0.1  # job time one task should carry: Dask's ~5 ms of CPU per task then cost ~5%
 MAX_CHUNK = 32
 
 
@@ -104,6 +104,9 @@ class DaskExecutor(Executor):
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
         self.stuck_grace = stuck_grace
         self.chunk = chunk
+        self._timing = [0.0, 0]  # recent mean seconds of the jobs finished on this executor, their number
+        self.tasks_submitted = 0  # tasks (chunks) and jobs sent so far: jobs / tasks is the chunking achieved
+        self.jobs_submitted = 0
         if Client is None:
             raise ExecutorError("the dask executor needs `dask[distributed]` (pip install 'dask[distributed]')")
         self._cluster = None
@@ -135,15 +138,17 @@ class DaskExecutor(Executor):
     def slots(self) -> int:
         return sum(self.client.nthreads().values()) or self.workers
 
-    def chunk_size(self, job_seconds: float, jobs_done: int) -> int:
-        """Jobs per task: `chunk` when set, else enough measured jobs to fill CHUNK_TARGET_S
-        (1 until the first jobs come back, and for any job that takes that long itself)."""
+    def chunk_size(self, mean_seconds: float, jobs_done: int) -> int:
+        """Jobs per task: `chunk` when set, else as many jobs as fill CHUNK_TARGET_S at the recent
+        mean time of the jobs finished on this executor (an exponential average over ~10 jobs,
+        so cold first jobs are soon forgotten; 1 until the first come back, and for jobs that take
+        that long themselves).  Wall time, not CPU: a job that waits (a plugin
+        reading a remote store, a Blueprint connector) must not be queued behind others."""
         if self.chunk:
             return self.chunk
         if not jobs_done:
             return 1
-        mean = job_seconds / jobs_done
-        return max(1, min(MAX_CHUNK, int(CHUNK_TARGET_S / max(mean, 1e-4))))
+        return max(1, min(MAX_CHUNK, int(CHUNK_TARGET_S / max(mean_seconds, 1e-4))))
 
     def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
         source = iter(jobs)
@@ -152,7 +157,7 @@ class DaskExecutor(Executor):
         seen: set[str] = set()
         inflight: dict[str, list[Task]] = {}
         alone: list[tuple[str, Task]] = []  # the jobs of a lost chunk: each again, in a task of its own
-        timing = [0.0, 0]  # seconds of finished jobs, their number (sets the chunk size)
+        timing = self._timing
         # futures finish into `ac`; their results are gathered a batch at a time (one call to
         # the scheduler per batch, not per task).  `loop=` is this client's: without it
         # as_completed runs on the *default* client's loop, another thread when a process holds
@@ -183,6 +188,8 @@ class DaskExecutor(Executor):
                 keys.append(tkey)
                 groups.append(inflight[tkey])
             if groups:
+                self.tasks_submitted += len(groups)
+                self.jobs_submitted += sum(len(g) for g in groups)
                 ac.update(self.client.map(attribute_chunk, groups, key=keys, pure=False, spec=self.corpus,
                                           with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace))
 
@@ -191,8 +198,8 @@ class DaskExecutor(Executor):
             for fut, outcomes in zip(batch, self._outcomes(batch, inflight, alone, options)):
                 fut.release()
                 for outcome in outcomes:
-                    timing[0] += outcome.seconds
                     timing[1] += 1
+                    timing[0] += (outcome.seconds - timing[0]) / min(timing[1], 10)
                     yield outcome
             refill()
 
