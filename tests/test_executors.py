@@ -295,9 +295,12 @@ def test_tiny_jobs_go_several_to_a_task_and_come_back_identical(client, baseline
     keys = {t["key"] for t in ts.data}
     chunks = [k for k in keys if str(k).startswith("rulekit-chunk-")]
     assert chunks and len(keys) < len(outcomes)  # fewer tasks than jobs
-    ex.chunk = None  # adaptive: (seconds of the jobs finished so far, their number) -> jobs per task
-    assert ex.chunk_size(0.01, 10) == 10 and ex.chunk_size(0.5, 1) == 1 and ex.chunk_size(0, 0) == 1
-    assert ex.chunk_size(1e-6, 10) == 32  # capped
+    ex.chunk = None  # adaptive: (mean wall s, mean CPU s of the jobs finished so far, their number) -> jobs per task
+    assert ex.chunk_size(0.02, 0.01, 10) == 10  # 0.1 s of CPU a task
+    assert ex.chunk_size(0.05, 0.01, 10) == 10  # a loaded machine stretches the wall time, not the CPU
+    assert ex.chunk_size(0.3, 0.001, 10) == 3  # jobs that mostly wait: at most ~1 s of wall time a task
+    assert ex.chunk_size(0.5, 0.5, 1) == 1 and ex.chunk_size(0, 0, 0) == 1
+    assert ex.chunk_size(1e-6, 1e-6, 10) == 32  # capped
 
 
 def test_a_chunk_lost_with_a_stuck_job_runs_its_other_jobs_again_alone(client, stall_rules, tmp_path):

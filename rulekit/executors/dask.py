@@ -8,8 +8,12 @@ worker (again on a worker that replaces a lost one); tasks find it in the
 worker process's cache (`engine_for`), so it is never built or shipped per
 task.  At most `max_in_flight` tasks exist at once (`as_completed` with a
 window refilled as results arrive), so 100,000 jobs are never all submitted.
-Each task's key is its job attempt's key: when a worker dies, the scheduler
-re-runs the tasks it held and the client still receives one result per key.
+Tiny jobs go several to a task (as many as fill CHUNK_TARGET_S of CPU at their
+measured mean, within CHUNK_MAX_WALL_S of wall time, at most MAX_CHUNK), since
+Dask's own cost per task is a few ms of CPU.
+A one-job task's key is its job attempt's key, a chunk's a hash of its jobs'
+keys: when a worker dies, the scheduler re-runs the tasks it held and the client
+still receives one result per job.
 
 Must not print; the worker-side functions must stay importable module-level
 functions (Dask pickles them by reference).
@@ -82,7 +86,8 @@ def attribute_chunk(jobs: list[Task], spec: CorpusSpec, with_trace: bool = False
 
 
 STUCK_EXIT = 70
-CHUNK_TARGET_S = 0.1  # job time one task should carry: Dask's ~5 ms of CPU per task then cost ~5%
+CHUNK_TARGET_S = 0.1  # job CPU one task should carry: Dask's ~4 + 4 ms of CPU per task then cost < 10%
+CHUNK_MAX_WALL_S = 1.0  # and at most this much job wall time (jobs that wait are not queued long)
 MAX_CHUNK = 32
 
 
@@ -104,7 +109,7 @@ class DaskExecutor(Executor):
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
         self.stuck_grace = stuck_grace
         self.chunk = chunk
-        self._timing = [0.0, 0]  # recent mean seconds of the jobs finished on this executor, their number
+        self._timing = [0.0, 0.0, 0]  # recent mean wall and CPU seconds of the jobs finished here, their number
         self.tasks_submitted = 0  # tasks (chunks) and jobs sent so far: jobs / tasks is the chunking achieved
         self.jobs_submitted = 0
         if Client is None:
@@ -138,17 +143,20 @@ class DaskExecutor(Executor):
     def slots(self) -> int:
         return sum(self.client.nthreads().values()) or self.workers
 
-    def chunk_size(self, mean_seconds: float, jobs_done: int) -> int:
-        """Jobs per task: `chunk` when set, else as many jobs as fill CHUNK_TARGET_S at the recent
-        mean time of the jobs finished on this executor (an exponential average over ~10 jobs,
-        so cold first jobs are soon forgotten; 1 until the first come back, and for jobs that take
-        that long themselves).  Wall time, not CPU: a job that waits (a plugin
-        reading a remote store, a Blueprint connector) must not be queued behind others."""
+    def chunk_size(self, mean_seconds: float, mean_cpu: float, jobs_done: int) -> int:
+        """Jobs per task: `chunk` when set, else as many as fill CHUNK_TARGET_S of CPU at the
+        recent mean CPU of the jobs finished on this executor (a running mean over ~10 jobs, so
+        cold first jobs are soon forgotten), but no more than fill CHUNK_MAX_WALL_S of wall time
+        (a job that waits, on a plugin or a Blueprint connector reading a remote store, must
+        not queue others behind it), between 1 and MAX_CHUNK; 1 until the first jobs come back.
+        CPU first, since Dask's per-task cost is CPU and a loaded machine stretches wall times."""
         if self.chunk:
             return self.chunk
         if not jobs_done:
             return 1
-        return max(1, min(MAX_CHUNK, int(CHUNK_TARGET_S / max(mean_seconds, 1e-4))))
+        by_cpu = CHUNK_TARGET_S / max(mean_cpu, 1e-4)
+        by_wall = CHUNK_MAX_WALL_S / max(mean_seconds, 1e-4)
+        return max(1, min(MAX_CHUNK, int(min(by_cpu, by_wall))))
 
     def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
         source = iter(jobs)
@@ -198,8 +206,9 @@ class DaskExecutor(Executor):
             for fut, outcomes in zip(batch, self._outcomes(batch, inflight, alone, options)):
                 fut.release()
                 for outcome in outcomes:
-                    timing[1] += 1
-                    timing[0] += (outcome.seconds - timing[0]) / min(timing[1], 10)
+                    timing[2] += 1
+                    timing[0] += (outcome.seconds - timing[0]) / min(timing[2], 10)
+                    timing[1] += ((outcome.cpu or outcome.seconds) - timing[1]) / min(timing[2], 10)
                     yield outcome
             refill()
 
