@@ -83,16 +83,15 @@ def in_process(spec: CorpusSpec, jobs: list[Job]) -> tuple[float, dict, float]:
 
 
 class Cluster:
-    """A LocalCluster of `workers` processes with the corpus built on each (before timing).
+    """The executor's LocalCluster of `workers` processes, corpus built on each (before timing).
     The scheduler, the nannies and the client live in this process; the workers apart."""
 
     def __init__(self, spec: CorpusSpec, workers: int, chunk: int | None = None) -> None:
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
-        from rulekit.executors.dask import DaskExecutor
+        from rulekit.executors.dask import DaskExecutor, local_cluster
 
-        self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                    dashboard_address="127.0.0.1:0", silence_logs=40)
+        self.cluster = local_cluster(workers)  # the cluster `--executor dask` starts, same settings
         self.client = Client(self.cluster)
         self.ex = DaskExecutor(spec, client=self.client, chunk=chunk)
         self.noop_ex = DaskExecutor(spec, client=self.client, chunk=1)

@@ -316,3 +316,19 @@ def test_a_chunk_lost_with_a_stuck_job_runs_its_other_jobs_again_alone(client, s
     assert set(outcomes) == {stuck, *fine}
     assert outcomes[stuck].error.startswith("lost: the workers that ran it died")
     assert all(outcomes[j].ok for j in fine), [outcomes[j].error for j in fine]
+
+
+def test_the_executors_own_local_cluster_runs_without_the_workers_profiler():
+    """The profiler samples every running task's stack every 10 ms (5-15% of an attribution's
+    CPU); the cluster `--executor dask` starts turns it off on its workers."""
+    from rulekit.executors.dask import local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with distributed.Client(cluster) as c:
+            import dask
+
+            got = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+        assert list(got.values()) == [False]
+    finally:
+        cluster.close()
