@@ -19,6 +19,7 @@ import typer
 from rulekit.cli.app import app
 from rulekit.cli.batch import EXECUTOR_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor
 from rulekit.cli.render import print_diagnostics
+from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import RulekitError
 
 blueprint_app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -54,27 +55,28 @@ def run_cmd(
         cfg = load_config(configs)
     except RulekitError as e:
         print_diagnostics(e.diagnostics, {}, err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         window = Window(parse_time(since) if since else None, parse_time(until) if until else None)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     outs = []
     try:
         for spec in output or ["stdout"]:
             outs.append(open_output(spec))
     except (ValueError, StoreError, OSError) as e:
         typer.echo(f"error: --output: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     in_process = executor == "local" and jobs in (None, 1) and not timeout
     engine = None
     if in_process and service:
         attributor = Attributor(service_url=service)
     elif not service:
-        from rulekit.cli.attribute import _load
+        from rulekit.cli._common import load_engine_or_exit
 
-        engine = _load(cfg.rules or None)  # checked here (located errors, exit 2), also before any worker starts
+        # checked here (located errors, exit 2), also before any worker starts
+        engine = load_engine_or_exit(cfg.rules or None).engine
         attributor = Attributor(engine=engine)
 
     def summary(r: dict) -> None:
@@ -100,7 +102,7 @@ def run_cmd(
     if not quiet:
         typer.echo(f"{len(report.results)} attempt(s) attributed", err=True)
     if report.context_failures or report.failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FINDINGS)
 
 
 def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary):
@@ -116,7 +118,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
                            workers=jobs or None, timeout=timeout or None)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     with ex:
         return run_tasks(cfg, configs, ex.map, outs, window, job, service_url=service, on_result=summary,
                          on_error=failed)
@@ -136,7 +138,7 @@ def dashboard(
         open_ro(db).close()
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     import uvicorn
 
     typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)
