@@ -4,7 +4,8 @@ the local process pool, and written by the client into SQLite.
 
 The sample Blueprint stores exactly what the in-process path stores; a worker SIGKILLed
 with attempts in flight has them re-run, and every attempt is written (and stored) once;
-an attempt past its time limit is reported (exit 1) while the others are stored."""
+an attempt past its time limit is reported (exit 1) while the others are stored; with
+`--service` the workers post to a real Service and get what this process gets."""
 from __future__ import annotations
 
 import collections
@@ -205,3 +206,51 @@ def test_a_worker_that_reads_other_config_files_is_a_clear_error(tmp_path):
     task = AttemptTask(str(cfg_dir), "0" * 16, "a#0", "stall-jobs", None)  # type: ignore[arg-type]
     assert task == AttemptTask(str(cfg_dir), "0" * 16, "a#0", "stall-jobs", None, ("a note",))
     assert task.key() != AttemptTask(str(cfg_dir), "1" * 16, "a#0", "stall-jobs", None).key()
+
+
+def _strip(r: dict) -> dict:
+    r = json.loads(json.dumps(r))
+    r.pop("attributed_at")
+    for c in r["coverage"]["collectors"]:
+        c.pop("seconds")
+    return r
+
+
+def test_with_a_service_the_workers_post_to_it_and_get_what_this_process_gets(client, tmp_path):
+    """`blueprint run --service URL --executor dask`: each worker collects the attempt's evidence
+    and posts it to the running Service; the results equal the in-process service path's."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from rulekit.blueprint.orchestrator import Attributor, run
+    from rulekit.executors.base import engine_for
+    from rulekit.executors.dask import DaskExecutor
+    from rulekit.service.app import create_app
+    from rulekit.service.settings import ServiceSettings
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    app_ = create_app(engine_for(CorpusSpec.of(None)), ServiceSettings(state_dir=str(tmp_path / "jobs")))
+    server = uvicorn.Server(uvicorn.Config(app_, log_level="warning"))
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    t.start()
+    try:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        for _ in range(400):
+            if server.started:
+                break
+            time.sleep(0.05)
+        cfg = load_config(STATIC)
+        here = run(cfg, Attributor(service_url=url), [])
+        with DaskExecutor(CorpusSpec.of(None), client=client) as ex:
+            there = run_tasks(cfg, STATIC, ex.map, [], service_url=url)
+    finally:
+        server.should_exit = True
+        t.join(30)
+        sock.close()
+    assert not there.failed and len(there.results) == 4
+    assert all(r["engine"] == {"mode": "service", "url": url} for r in there.results)
+    assert {r["key"]: _strip(r) for r in there.results} == {r["key"]: _strip(r) for r in here.results}
