@@ -65,7 +65,7 @@ def test_queries_answer_from_the_working_set_in_id_order():
 def test_events_are_decoded_once_per_attribute(bundled, monkeypatch):
     calls = []
     real = store._decode
-    monkeypatch.setattr(store, "_decode", lambda row: calls.append(row[0]) or real(row))
+    monkeypatch.setattr(store, "_decode", lambda row, *names: calls.append(row[0]) or real(row, *names))
     jd = read_job_dir(EXAMPLE)
     with Session(bundled, jd.job) as s:
         s.ingest_batch(jd.observations)

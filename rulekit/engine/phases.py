@@ -14,6 +14,7 @@ A rule that raises does not stop attribution: the error is reported in the resul
 """
 from __future__ import annotations
 
+import heapq
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
@@ -25,12 +26,12 @@ from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
-    EMIT_TYPES,
     AccumulatorRule,
     EventSpec,
     ExtractorRule,
     FilterPriority,
     RefinerPriority,
+    event_type_name,
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
@@ -51,6 +52,13 @@ class FilterContext:
     job: JobInfo
     registry: SymptomRegistry
     rule: str = ""
+    selects: tuple = ()  # the rule's declared Selections
+
+    def selected(self) -> list[Event]:
+        """The events the filter declared it reads (`selects=`), in id order."""
+        if not self.selects:
+            raise ValueError(f"filter {self.rule}: selected() needs selects=Selection.of(...) in its declaration")
+        return self.event_stream.select(*self.selects)
 
 
 @dataclass
@@ -262,7 +270,7 @@ class ExtractionPhase:
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
-        etype = EMIT_TYPES[emit.type].value
+        etype = event_type_name(emit.type)
         group = (rule.name, etype, symptom, node)
         key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
@@ -316,7 +324,7 @@ class ExtractionPhase:
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
-        etype = EMIT_TYPES[spec.type].value if spec.type in EMIT_TYPES else spec.type
+        etype = event_type_name(spec.type)
         m = self.manager
         m.add(m.row(self.context_id, etype, rule, oc, spec.timestamp or ts,
                     spec.line_num if spec.line_num is not None else line_num,
@@ -389,12 +397,15 @@ class _ActiveAccumulator:
 
 
 class FilterPhase:
+    """Every filter in corpus order (stratum, then priority); each runs as the
+    stream's current rule, so its changes need not name it."""
+
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            state.stream.phase = f"filter:{stratum.name if stratum else rule.priority}"
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name)
-            state.run_rule(rule.name, lambda: rule.func(ctx))
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
+            with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
+                state.run_rule(rule.name, lambda: rule.func(ctx))
 
 
 # ---- phase 3: refinement -----------------------------------------------------------------------------
@@ -404,57 +415,70 @@ _sort_key = event_order_key  # one explicit order everywhere (rulekit/engine/ord
 
 
 class RefinementPhase:
+    """The spec's refinement as named steps, run in `STEPS` order:
+
+    - scrub: one SymptomSet per node from its bad-node events; SCRUB refiners per node;
+    - final: the job-wide set (aggregated); FINAL refiners; removals back-propagated;
+    - outcome: the job-wide set again; the outcome mapping (`decide_outcome`);
+    - post_outcome: POST_OUTCOME refiners (may change the decision); removals back-propagated.
+
+    Refiners see the stream frozen: they change symptom sets, and the phase turns
+    those changes into event changes at back-propagation."""
+
+    STEPS = ("scrub", "final", "outcome", "post_outcome")
+
     def apply(self, state: AttributionState) -> None:
+        state.stream.phase = "refine"
+        for step in self.STEPS:
+            getattr(self, step)(state)
+
+    def _run(self, state: AttributionState, rules: list, make_ctx: Callable[[Any], RefinerContext]) -> None:
+        with state.stream.frozen():
+            for rule in rules:
+                ctx = make_ctx(rule)
+                state.run_rule(rule.name, lambda: rule.func(ctx))
+
+    def scrub(self, state: AttributionState) -> None:
         reg = state.engine.registry
-        stream = state.stream
-        stream.phase = "refine"
-        bad = stream.bad_events()
         node_sets: dict[str | None, SymptomSet] = {}
-        for e in bad:
-            if not e.symptom:
-                continue
-            s = node_sets.setdefault(e.node, SymptomSet(reg, e.node, state.trace, "refine:SCRUB"))
-            s._put(e.symptom, e.node, e.id)
+        for e in state.stream.bad_events():
+            if e.symptom:
+                node_set = node_sets.get(e.node)
+                if node_set is None:
+                    node_set = node_sets[e.node] = SymptomSet(reg, e.node, state.trace, "refine:SCRUB")
+                node_set.put(e.symptom, e.node, e.id)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
+        for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
+            self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
+                                                                reg, node=node, rule=rule.name))
+
+    def final(self, state: AttributionState) -> None:
+        state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
-        post = [r for r in state.engine.refiners if r.priority >= RefinerPriority.POST_OUTCOME]
-        stream.read_only = True
-        try:
-            for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
-                for rule in scrub:
-                    ctx = RefinerContext(node_sets[node], node_sets, stream, state.job, reg, node=node, rule=rule.name)
-                    state.run_rule(rule.name, lambda: rule.func(ctx))
-            job_set = self._aggregate(state, "refine:FINAL")
-            state.job_set = job_set
-            for rule in final:
-                ctx = RefinerContext(job_set, node_sets, stream, state.job, reg, rule=rule.name)
-                state.run_rule(rule.name, lambda: rule.func(ctx))
-        finally:
-            stream.read_only = False
+        self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
+                                                            state.engine.registry, rule=rule.name))
         self._back_propagate(state, job_set)
-        # outcome mapping on what remains
-        job_set = self._aggregate(state, "refine:POST_OUTCOME")
-        state.job_set = job_set
+
+    def outcome(self, state: AttributionState) -> None:
+        """The outcome mapping on what remains."""
+        state.job_set = job_set = self._aggregate(state, "refine:POST_OUTCOME")
         state.decision = decide_outcome(job_set, self._first_events(state))
-        stream.read_only = True
-        try:
-            for rule in post:
-                ctx = RefinerContext(job_set, node_sets, stream, state.job, reg, outcome=state.decision, rule=rule.name)
-                state.run_rule(rule.name, lambda: rule.func(ctx))
-        finally:
-            stream.read_only = False
+
+    def post_outcome(self, state: AttributionState) -> None:
+        post = [r for r in state.engine.refiners if r.priority >= RefinerPriority.POST_OUTCOME]
+        job_set = state.job_set
+        assert job_set is not None  # set by the outcome step
+        self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
+                                                           state.engine.registry, outcome=state.decision,
+                                                           rule=rule.name))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:
         job_set = SymptomSet(state.engine.registry, None, state.trace, phase)
         for node, s in state.node_sets.items():
             s.phase = phase
-            for sym in s.symptoms():
-                for eid in s.event_ids(sym):
-                    job_set._put(sym, node, eid)
-                if not s.event_ids(sym):
-                    job_set._put(sym, node, None)
+            job_set.merge(s, node)
         return job_set
 
     def _back_propagate(self, state: AttributionState, job_set: SymptomSet) -> None:
@@ -462,25 +486,31 @@ class RefinementPhase:
         stream = state.stream
         prev = stream.phase
         for node, s in state.node_sets.items():
-            for sym in list(s._nodes):
-                removal = job_set.removed.get(sym) or s.removed.get(sym)
+            for sym in s.recorded():
+                job_wide = job_set.removal(sym)
+                removal = job_wide or s.removal(sym)
                 if removal is None:
                     continue
-                events = [e for e in (stream.get(i) for i in s.event_ids(sym)) if e is not None and e.is_bad]
-                stream.phase = job_set.phase if sym in job_set.removed else s.phase
+                events = [e for e in stream.events(s.event_ids(sym)) if e.is_bad]
+                stream.phase = job_set.phase if job_wide is not None else s.phase
                 if removal.action == "discard":
                     stream.discard(events, removal.rule, removal.reason)
                 else:
                     stream.demote(events, removal.rule, removal.reason)
-                s.removed.setdefault(sym, removal)
+                s.record_removal(sym, removal)
         stream.phase = prev
 
     def _first_events(self, state: AttributionState) -> dict[str, tuple[Any, int, str | None]]:
-        out: dict[str, tuple[Any, int, str | None]] = {}
-        for e in sorted(state.stream.bad_events(), key=_sort_key):
-            if e.symptom and e.symptom not in out:
-                out[e.symptom] = (_sort_key(e)[:-1], e.id, e.node)  # the order without the event id
-        return out
+        """symptom -> (order key without the event id, event id, node) of its earliest
+        bad event, in that order (one pass: a minimum per symptom, not a sort of all)."""
+        first: dict[str, tuple[tuple, Event]] = {}
+        for e in state.stream.bad_events():
+            if e.symptom:
+                k = _sort_key(e)
+                got = first.get(e.symptom)
+                if got is None or k < got[0]:
+                    first[e.symptom] = (k, e)
+        return {sym: (k[:-1], e.id, e.node) for sym, (k, e) in sorted(first.items(), key=lambda kv: kv[1][0])}
 
 
 # ---- phase 4: collection ---------------------------------------------------------------------------------
@@ -489,15 +519,12 @@ class RefinementPhase:
 class CollectionPhase:
     def apply(self, state: AttributionState, partial: dict[str, Any]) -> None:
         state.stream.phase = "collect"
-        state.stream.read_only = True
-        try:
+        with state.stream.frozen():
             for rule in state.engine.collectors:
                 ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name)
                 value = state.run_rule(rule.name, lambda: rule.func(ctx))
                 if value is not None:
                     state.collectors[rule.name] = value
-        finally:
-            state.stream.read_only = False
 
 
 # ---- phase 5: reporting ------------------------------------------------------------------------------------
@@ -566,18 +593,20 @@ class ReportPhase:
 
 def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
               most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; a few per (symptom, node)
-    (`per_key`), `most` in all (EngineOptions.evidence_per_key / evidence_max)."""
-    ordered = sorted(events, key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
-    per: dict[tuple, int] = {}
-    out = []
-    dropped = 0
-    for e in ordered:
-        key = (e.event_type, e.symptom, e.node)
-        per[key] = per.get(key, 0) + 1
-        if per[key] > per_key or len(out) >= most:
-            dropped += 1
-            continue
-        out.append(e.to_evidence())
-    return out, dropped
+    """Bad events first (by rank), then interesting ones; the first `per_key` per
+    (type, symptom, node), `most` in all (EngineOptions.evidence_per_key /
+    evidence_max); returns them and how many were left out.
+
+    Within one key the type and rank are the same, so its first few in the report's
+    order are its first few by event order: those are picked per key (no sort of
+    every event), then only they are sorted."""
+    groups: dict[tuple, list[Event]] = {}
+    for e in events:
+        groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
+    picked: list[Event] = []
+    for group in groups.values():
+        picked.extend(group if len(group) <= per_key else heapq.nsmallest(per_key, group, key=_sort_key))
+    picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
+    out = [e.to_evidence() for e in picked[:most]]
+    return out, len(events) - len(out)
 

@@ -9,6 +9,7 @@ so every attribution sees exactly the events extraction produced.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any, Callable, Iterable
 
@@ -97,9 +98,15 @@ class Session:
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
-        partial = ReportPhase().apply(state)
-        CollectionPhase().apply(state, partial)
+        # The report is built once, before collection: collectors read it (`context.result`)
+        # and nothing they can reach changes it (the stream is frozen).  They get a copy;
+        # the result then takes their values (`collectors` is `state.collectors` itself)
+        # and the errors of collectors that raised.  (This used to build the report twice.)
         result = ReportPhase().apply(state)
+        partial = {k: v if k == "collectors" else copy.deepcopy(v) for k, v in result.items()}
+        CollectionPhase().apply(state, partial)
+        if state.errors:
+            result["rule_errors"] = state.errors
         aggregated = self.manager.repeats(self.context_id, EVIDENCE_TYPES)
         if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
             result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated
