@@ -163,11 +163,12 @@ def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):
         pytest.skip("this process has other threads: forking workers is not safe here")
     job = _generated_job(tmp_path, engine, 4)
     plan = engine.scan_plan("applog", "text")
+    before = set(multiprocessing.active_children())  # another test's, if any
     it = parallel.parallel_scan(job / "applog" / "train.log", plan.scanner, 2, size=SMALL_CHUNK)
     next(it)
-    assert multiprocessing.active_children()
+    assert set(multiprocessing.active_children()) - before
     it.close()
-    assert not multiprocessing.active_children()
+    assert not set(multiprocessing.active_children()) - before
 
 
 def test_no_processes_to_be_had_means_a_serial_scan(engine, tmp_path, monkeypatch):
