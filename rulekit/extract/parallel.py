@@ -86,8 +86,9 @@ def _scan_span(path: str, offset: int, length: int) -> tuple[int, list[Hit]]:
 def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
                   size: int = CHUNK_SIZE) -> Iterator[tuple[bytes, list[Hit]]]:
     """(chunk, hits) for every chunk of the file, in order, hits found by `workers`
-    forked processes.  A chunk whose bytes a worker read differently (the file
-    changed under us) is scanned again here."""
+    forked processes.  A chunk a worker read at another length (the file was
+    truncated or rewritten under us) is scanned again here; no processes to be had
+    (OSError) means scanning here."""
     global _SCANNER
     path = os.fspath(path)
     _SCANNER = scanner
