@@ -26,8 +26,7 @@ def _stream(events: list[tuple[str, str | None, str | None]]):
     m = EventManager(["R"])
     ctx = m.context("j")
     for i, (etype, sym, node) in enumerate(events):
-        m.add(ctx, etype, "R", None, f"2026-01-01T00:00:{i:02d}", i + 1, f"line {i}", node,
-              {"node": node, "symptom": sym, "fields": {"k": i}})
+        m.add(m.row(ctx, etype, "R", None, f"2026-01-01T00:00:{i:02d}", i + 1, f"line {i}", node, sym, {"k": i}))
     return m.stream(ctx)
 
 

@@ -18,13 +18,13 @@ import heapq
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_REPEAT_CAP
+from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import host_of, rank_of, timestamp_of
+from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
     AccumulatorRule,
     EventSpec,
@@ -39,7 +39,8 @@ from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.scan import decode_line
+from rulekit.extract.parallel import parallel_scan, scan_workers
+from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
 # ---- contexts handed to rules -----------------------------------------------------------
@@ -122,6 +123,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 
 
 REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule, event type, symptom, node) whatever the captures
 
 
 class ExtractionPhase:
@@ -129,12 +131,18 @@ class ExtractionPhase:
 
     Bounded memory: the same evidence — one extractor, event type, symptom, node
     and captured values (whatever the rank prefix, timestamp or line) — is
-    stored as events up to `repeat_cap` times per job; beyond that each
-    observation's repeats are aggregated into one `event_repeats` row (count,
-    first and last line, last timestamp) instead of being held."""
+    stored as events up to `repeat_cap` times per job, and one extractor's
+    events of one type, symptom and node, whatever they captured (pids,
+    addresses, sequence numbers never repeat), up to `group_cap` times; beyond
+    either cap each observation's repeats are aggregated into one
+    `event_repeats` row per group (count, first and last line, last
+    timestamp) instead of being held.  So the events held are bounded by the
+    rules, symptoms and nodes of a job, never by the length of its logs."""
+
+    chunk_size = CHUNK_SIZE  # bytes read (and scanned) at a time; each ends at a line end
 
     def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
-                 repeat_cap: int = REPEAT_CAP):
+                 repeat_cap: int = REPEAT_CAP, group_cap: int = GROUP_CAP):
         self.engine = engine
         self.manager = manager
         self.context_id = context_id
@@ -144,8 +152,10 @@ class ExtractionPhase:
         self.added = 0
         self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
         self.repeat_cap = repeat_cap
-        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
-        self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
+        self.group_cap = group_cap
+        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
+        self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
+        self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         """The line's node and what the line says of itself (rank, uptime, "_ts");
@@ -161,21 +171,26 @@ class ExtractionPhase:
             extra["_ts"] = ts
         if obs.node:
             extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
-            return obs.node, extra
+        return self._node_of(obs, line, rank), extra
+
+    def _node_of(self, obs: Observation, line: str, rank: int | None) -> str | None:
+        """The node a line belongs to: declared, else its printing host, else its rank's, else the job's only one."""
+        if obs.node:
+            return obs.node
         if obs.source == "scheduler":
-            return None, extra  # the record's own lines: only the node JobInfo names
+            return None  # the record's own lines: only the node JobInfo names
         host_name = host_of(line)
         if host_name:
             host = self.engine.config.canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
-                return host, extra
+                return host
         if rank is not None:
             node = self.job.rank_to_node(rank)
             if node:
-                return node, extra
+                return node
         if len(self.job.nodes) == 1:
-            return self.job.nodes[0], extra
-        return None, extra
+            return self.job.nodes[0]
+        return None
 
     def apply(self, obs: Observation, progress: Callable[[int], None] | None = None, plan: "ScanPlan | None" = None) -> int:
         """Extract one observation; `plan` restricts the rules (inline tests)."""
@@ -185,74 +200,108 @@ class ExtractionPhase:
         line_base = obs.first_line
         active: list[_ActiveAccumulator] = []
         carry = TimeCarry(self.year)
-        for chunk in obs.chunks():
-            carry.new_chunk()
-            if active:
-                active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-            hits = plan.scanner.scan(chunk) if plan.rules else []
-            counted_pos, counted_line = 0, line_base
-            for start, end, idx, caps in hits:
-                counted_line += chunk.count(b"\n", counted_pos, start)
-                counted_pos = start
-                rule = plan.rules[idx]
-                line = decode_line(chunk[start:end])
-                # the carried timestamp is looked up only for a line without its own
-                carried = partial(carry.before, chunk, start)
-                if isinstance(rule, AccumulatorRule):
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
-                    if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
-                        active.append(acc)
-                    carry.saw(acc.ts if acc is not None else None, end)
-                    continue
-                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carried), end)
-            line_base += chunk.count(b"\n")
-            if progress:
-                progress(len(chunk))
+        scanned = self._scanned(obs, plan)
+        try:
+            for chunk, hits in scanned:
+                carry.new_chunk()
+                if active:
+                    active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+                counted_pos, counted_line = 0, line_base
+                for start, end, idx, caps in hits:
+                    counted_line += chunk.count(b"\n", counted_pos, start)
+                    counted_pos = start
+                    rule = plan.rules[idx]
+                    line = decode_line(chunk[start:end])
+                    if isinstance(rule, AccumulatorRule):
+                        # the carried timestamp is looked up only for a line without its own
+                        acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
+                                                      partial(carry.before, chunk, start))
+                        if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
+                            active.append(acc)
+                        carry.saw(acc.ts if acc is not None else None, end)
+                        continue
+                    carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
+                line_base = counted_line + chunk.count(b"\n", counted_pos)
+                if progress:
+                    progress(len(chunk))
+        finally:
+            scanned.close()  # worker processes end here, even on an error or a timeout
         for acc in active:
             acc.finish(self)
         if self._repeats:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
-                                      for (oc_, (rule, etype, sym, node, _caps)), agg in self._repeats.items()])
+                                      for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
             self._repeats.clear()
         self.manager.flush()
         return self.added - before
 
+    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list]]:
+        """(chunk, hits) in file order: a large log file is scanned by worker
+        processes (`rulekit.extract.parallel`), anything else here; the same chunks
+        and hits either way, so what follows cannot tell them apart."""
+        size = self.chunk_size
+        if not plan.rules:
+            return ((chunk, []) for chunk in obs.chunks(size))
+        workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
+        if workers:
+            return parallel_scan(obs.path, plan.scanner, workers, size)
+        scan = plan.scanner.scan
+        return ((chunk, scan(chunk)) for chunk in obs.chunks(size))
+
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carried: Callable[[], str | None] | None = None) -> str | None:
-        """Add the rule's event for one line; returns the line's own timestamp."""
-        node, extra = self.resolve_node(obs, line)
-        values: dict[str, Any] = dict(rule.lookup)
-        values.update({k: v for k, v in caps.items() if v is not None})
+              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
+        """Add the rule's event for one line; returns the line's own timestamp (None
+        for a repeat beyond the cap).  What only a stored event shows (uptime, the
+        rendered fields, the carried timestamp) is computed only for one that is stored."""
+        ts, uptime = timestamp_of(line, self.year)
+        rank = rank_of(line)
         emit = rule.emit
+        values: dict[str, Any] = dict(rule.lookup)
+        for k, v in caps.items():
+            if v is not None:
+                values[k] = v
+        node = None
         if emit.node:
             rendered = render(emit.node, values)
-            node = self.engine.config.canonical_node(rendered) if rendered else node
-        fields = dict(values)
-        for k, t in emit.fields:
-            fields[k] = render(t, values)
-        ts = extra.pop("_ts", None)
-        fields.update(extra)
-        if ts is None and carried is not None:
-            c = carried()
-            if c:
-                fields["carried_ts"] = c
+            if rendered:
+                node = self.engine.config.canonical_node(rendered)
+        if node is None and not (emit.node and rendered):
+            node = self._node_of(obs, line, rank)
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
         etype = event_type_name(emit.type)
-        key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
+        group = (rule.name, etype, symptom, node)
+        key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
-        if kept >= self.repeat_cap:
-            agg = self._repeats.get((oc, key))
+        in_group = self._group_kept.get(group, 0)
+        if kept >= self.repeat_cap or in_group >= self.group_cap:
+            if ts is None and carry is not None:
+                carry.advance(chunk, start)  # what a lookback here would have remembered
+            agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
             if agg is None:
-                self._repeats[(oc, key)] = [1, line_num, line_num, ts]
+                self._repeats[(oc, group)] = [1, line_num, line_num, ts]
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
-            return
+            return None
         self._kept[key] = kept + 1
-        payload = {"node": node, "symptom": symptom, "fields": fields}
-        self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
+        self._group_kept[group] = in_group + 1
+        fields = dict(values)
+        for k, t in emit.fields:
+            fields[k] = render(t, values)
+        if rank is not None:
+            fields["rank"] = rank
+        if uptime is not None:
+            fields["uptime"] = uptime
+        if obs.node:
+            fields["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
+        if ts is None and carry is not None:
+            c = carry.before(chunk, start)
+            if c:
+                fields["carried_ts"] = c
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule.name, oc, ts, line_num, line, node, symptom, fields))
         self.added += 1
         return ts
 
@@ -275,11 +324,11 @@ class ExtractionPhase:
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
-        payload = {"node": node, "symptom": symptom, "fields": dict(spec.fields)}
         etype = event_type_name(spec.type)
-        self.manager.add(self.context_id, etype, rule, oc, spec.timestamp or ts,
-                         spec.line_num if spec.line_num is not None else line_num,
-                         spec.datum if spec.datum is not None else datum, node, payload)
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule, oc, spec.timestamp or ts,
+                    spec.line_num if spec.line_num is not None else line_num,
+                    spec.datum if spec.datum is not None else datum, node, symptom, dict(spec.fields)))
         self.added += 1
 
 
@@ -303,18 +352,17 @@ class _ActiveAccumulator:
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
-        from rulekit.extract.linectx import rank_of
-
         n = len(chunk)
         while pos < n and not self.done:
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
-            line = decode_line(chunk[pos:end])
+            raw = chunk[pos:end]
             pos = end + 1
             if self.rank is not None:
-                r = rank_of(line)
+                r = rank_of_raw(raw)  # another rank's line is skipped before it is decoded
                 if r is not None and r != self.rank:
                     continue
+            line = decode_line(raw)
             self.fed += 1
             keep = False
             try:

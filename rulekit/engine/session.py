@@ -36,7 +36,7 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int | None = None):
+                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
@@ -45,7 +45,8 @@ class Session:
                                                spill_threshold=opts.spill_rows, spill_bytes=opts.spill_bytes)
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
         self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job,
-                                           opts.repeat_cap if repeat_cap is None else repeat_cap)
+                                           opts.repeat_cap if repeat_cap is None else repeat_cap,
+                                           opts.group_cap if group_cap is None else group_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []

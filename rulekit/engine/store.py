@@ -87,6 +87,23 @@ MAX_DATUM = 4096  # characters of the source line kept on an event
 SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory database larger than this moves to a private file
 
 
+class EventRow(NamedTuple):
+    """One row of the events table, in `_COLUMNS` order: what `EventManager.row()`
+    builds and `EventManager.add()` buffers (ids, not names; payload as JSON)."""
+
+    context_id: int
+    event_type: int
+    source_rule: int | None
+    obs_context_id: int | None
+    timestamp: str | None
+    line_num: int | None
+    source_datum: str | None
+    resources: str | None  # the node
+    symptom: str | None
+    rank: int | None
+    payload: str
+
+
 @dataclass(slots=True)
 class Event:
     id: int
@@ -149,7 +166,7 @@ class EventManager:
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
         self.conn.executescript(SCHEMA)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
-        self._buffer: list[tuple] = []
+        self._buffer: list[EventRow] = []
         self.buffer_size = buffer_size
         self.spill_threshold = spill_threshold  # rows, or
         self.spill_bytes = spill_bytes  # bytes of database pages
@@ -199,27 +216,38 @@ class EventManager:
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     # ---- inserts ----
-    def add(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None, timestamp: str | None,
-            line_num: int | None, datum: str | None, node: str | None, payload: dict[str, Any]) -> None:
-        """Buffer one event (extraction path: write-only, flushed in batches).  `payload`
-        may carry "node" and "symptom" (stored in their own columns) and "fields"
-        (its "rank" is also stored in the rank column)."""
-        self._buffer.append(self.row(context_id, event_type, rule, obs_context_id, timestamp, line_num, datum, node,
-                                     payload))
+    def add(self, row: "EventRow") -> None:
+        """Buffer one event row (`row()` builds it; extraction path: write-only,
+        flushed in batches of `buffer_size`)."""
+        self._buffer.append(row)
         if len(self._buffer) >= self.buffer_size:
             self.flush()
 
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
-            payload: dict[str, Any]) -> tuple:
-        """The events-table row (in `_COLUMNS` order) for one event."""
-        fields = payload.get("fields")
+            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> "EventRow":
+        """The one builder of an events-table row: node, symptom and `fields["rank"]`
+        (when an int) go to their own columns; the payload column is the JSON of
+        {"fields": fields, **extra} (`extra`: "added_by", "cause_event", ...)."""
+        ids = self._ids
+        et = ids["event_types"].get(event_type)
+        if et is None:
+            et = self.lookup("event_types", event_type)
+        rid = None
+        if rule:
+            rid = ids["rules"].get(rule)
+            if rid is None:
+                rid = self.lookup("rules", rule)
         rank = fields.get("rank") if fields else None
-        return (context_id, self.lookup("event_types", event_type), self.lookup("rules", rule) if rule else None,
-                obs_context_id, timestamp, line_num, _clip(datum), node, payload.get("symptom"),
-                rank if isinstance(rank, int) and not isinstance(rank, bool) else None, encode_payload(payload))
+        if rank is not None and (type(rank) is not int):
+            rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        body: dict[str, Any] = {"fields": fields} if fields is not None else {}
+        if extra:
+            body.update(extra)
+        return EventRow(context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
+                        _ENCODER.encode(body))
 
-    def insert_now(self, row: tuple) -> int:
+    def insert_now(self, row: "EventRow") -> int:
         self.flush()
         cur = self.conn.execute(_INSERT, row)
         return int(cur.lastrowid)  # type: ignore[arg-type]
@@ -655,23 +683,24 @@ class EventStream:
         etype = _type_name(spec.type)
         node = spec.node if spec.node is not None else (cause.node if cause else None)
         symptom = self.canonical(spec.symptom) if spec.symptom else spec.symptom
-        payload: dict[str, Any] = {"node": node, "symptom": symptom, "fields": dict(spec.fields), "added_by": rule}
+        extra: dict[str, Any] = {"added_by": rule}
         if cause is not None:
-            payload["cause_event"] = cause.id
+            extra["cause_event"] = cause.id
         m = self.manager
         row = m.row(self.context_id, etype, rule, cause.obs_context_id if cause else None,
                     spec.timestamp or (cause.timestamp if cause else None),
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
-                    spec.datum if spec.datum is not None else (cause.datum if cause else None), node, payload)
+                    spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
+                    dict(spec.fields), extra)
         eid = m.insert_now(row)
         self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = json.loads(row[10])
+        stored = json.loads(row.payload)
         stored["node"], stored["symptom"] = node, symptom
-        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row[4],
-                   line_num=row[5], datum=row[6], source=cause.source if cause else None,
+        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
+                   line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
-                   payload=stored, obs_context_id=row[3])
+                   payload=stored, obs_context_id=row.obs_context_id)
         ws.put(ev)
         return ev
 
