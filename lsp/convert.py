@@ -138,7 +138,7 @@ def workspace_edit(edits: dict[str, list[Edit]], text_of: TextOf) -> T.Workspace
 _COMPLETION_KIND = {"symptom": T.CompletionItemKind.Constant, "rule": T.CompletionItemKind.Function,
                     "keyword": T.CompletionItemKind.Keyword, "key": T.CompletionItemKind.Property,
                     "stratum": T.CompletionItemKind.EnumMember, "emit_type": T.CompletionItemKind.EnumMember,
-                    "value": T.CompletionItemKind.Value}
+                    "value": T.CompletionItemKind.Value, "metric": T.CompletionItemKind.Variable}
 
 
 def completion(items: Iterable[CompletionEntry], text: str | None = None, line: int | None = None,
