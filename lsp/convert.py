@@ -37,10 +37,22 @@ def path_to_uri(path: str) -> str:
 
 # ---- positions -----------------------------------------------------------------------------
 
+_SPLIT: dict[int, tuple[str, list[str]]] = {}  # id(text) -> (text, its lines): the last few texts
+
+
 def _lines(text: str) -> list[str]:
     """The same lines as the CLI's (rulekit.diagnostics.split_lines), "\r" of CRLF kept:
-    positions are counted in the document as the client sent it."""
-    return text.split("\n")
+    positions are counted in the document as the client sent it.  A publish converts
+    many spans of one text, so the split of the last few texts is kept (the text
+    object itself is held, so its id cannot be reused while cached)."""
+    got = _SPLIT.get(id(text))
+    if got is not None and got[0] is text:
+        return got[1]
+    lines = text.split("\n")
+    if len(_SPLIT) >= 16:
+        _SPLIT.pop(next(iter(_SPLIT)))
+    _SPLIT[id(text)] = (text, lines)
+    return lines
 
 
 def utf16_len(s: str) -> int:

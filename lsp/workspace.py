@@ -35,7 +35,9 @@ from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import RuleSet
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.analysis.testing import TestResult, run_job_test, run_line_test
-from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
+from rulekit.rules.toml_frontend import parse_job_tests
+from rulekit_lsp.chunked import ChunkedToml
+from rulekit_lsp.scheduling import Cancellable
 from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
 from rulekit_lsp.settings import Settings
 
@@ -65,6 +67,7 @@ class Foreground:
 
 
 FOREGROUND = Foreground()
+TEST_CACHE_LIMIT = 20_000  # inline-test results kept by content key (a corpus has ~1,000 tests)
 
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
@@ -106,6 +109,7 @@ class FileState:
     executed_text: str | None = None  # the Python text last executed
     executed: tuple[RuleSet, list[Diagnostic]] | None = None  # what executing it gave
     last_good: RuleSet | None = None  # the RuleSet of the last text without a syntax error
+    chunks: ChunkedToml | None = None  # TOML: the per-table parse reused across edits
 
     @property
     def occ(self) -> list[Occurrence]:
@@ -161,6 +165,8 @@ class Corpus:
         self.edit_generation = 0
         self.full_run: tuple[int, list[TestResult]] | None = None  # (edit generation, results of every test)
         self._index: dict[tuple[str, str], list[tuple[str, Occurrence]]] | None = None
+        self._test_keys: dict[int, tuple[object, list[tuple]]] = {}  # id(rule) -> (rule, its tests' cache keys)
+        self._keys_aliases: dict[str, str] = {}
         self.load()
 
     # ---- files -----------------------------------------------------------------------
@@ -216,7 +222,9 @@ class Corpus:
         self.analysis = None
         self._index = None
         if kind == "toml":
-            st.ruleset, st.diags = parse_rules(text, path)
+            if st.chunks is None:
+                st.chunks = ChunkedToml(path)
+            st.ruleset, st.diags = st.chunks.parse(text)  # = parse_rules(text, path), one table re-parsed
         elif kind == "tests":
             cases, st.diags = parse_job_tests(text, path)
             st.ruleset = RuleSet(job_tests=list(cases))
@@ -351,11 +359,22 @@ class Corpus:
 
         out = []
         aliases = a.registry.aliases()
+        if aliases != self._keys_aliases:  # every key depends on the aliases: start over
+            self._test_keys, self._keys_aliases = {}, dict(aliases)
+        memo, keys = self._test_keys, {}
         for r in a.ruleset.rules:
-            for i, t in enumerate(getattr(r, "tests", ()) or ()):
-                res = self.test_cache.get(_test_key(r, t, aliases))
+            tests = getattr(r, "tests", ()) or ()
+            if not tests:
+                continue
+            got = memo.get(id(r))  # a rule object is reused until its file is parsed again
+            if got is None or got[0] is not r:
+                got = (r, [_test_key(r, t, aliases) for t in tests])
+            keys[id(r)] = got
+            for i, (t, key) in enumerate(zip(tests, got[1])):
+                res = self.test_cache.get(key)
                 if res is not None and not res.passed and t.span is not None and t.span.file in self.files:
                     out.append(replace(res, span=t.span, name=f"{r.name} #{i + 1}").diagnostic())
+        self._test_keys = keys  # only the current rules' keys: the memo never grows
         return out
 
     def known_symptoms(self) -> list:
@@ -432,7 +451,14 @@ class Corpus:
                        full=paths is None and rule is None and jobs, generation=self.edit_generation)
 
     def apply_tests(self, job: "TestJob", results: dict[str, list[TestResult]], cache: dict[tuple, TestResult]) -> None:
+        """Merge a test run: its cache entries always (content-keyed, so never stale), its
+        per-rule results and the full-run record only when it ran to the end."""
         self.test_cache.update(cache)
+        if len(self.test_cache) > TEST_CACHE_LIMIT:  # typing makes a new key per text: keep the newest
+            for k in list(self.test_cache)[: len(self.test_cache) - TEST_CACHE_LIMIT]:
+                del self.test_cache[k]
+        if not job.complete:
+            return
         self.results.update(results)
         if job.full:
             self.full_run = (job.generation, [r for rs in results.values() for r in rs])
@@ -491,12 +517,15 @@ class TestJob:
     cache: dict[tuple, TestResult]
     full: bool = False  # every test of the corpus
     generation: int = 0
+    stop: Cancellable = field(default_factory=Cancellable)  # superseded: stop at the next test
+    complete: bool = True  # False when stopped early (its cache entries are still right)
 
     def run(self) -> tuple[dict[str, list[TestResult]], dict[tuple, TestResult]]:
         from dataclasses import replace
 
         results: dict[str, list[TestResult]] = {}
         new_cache: dict[tuple, TestResult] = {}
+        self.complete = True
         try:
             engine = RuleEngine(self.ruleset, self.registry)
         except Exception as e:  # a corpus that cannot even be organised: every test is an error
@@ -512,6 +541,9 @@ class TestJob:
                 res = self.cache.get(key)
                 if res is None:
                     FOREGROUND.checkpoint()
+                    if self.stop.cancelled:  # a newer edit wants its own run: keep what is done
+                        self.complete = False
+                        return results, new_cache
                     try:
                         res = run_line_test(engine, r, t, i)
                     except Exception as e:  # noqa: BLE001 - a test that cannot run is a result
@@ -522,12 +554,20 @@ class TestJob:
             results[r.name] = out
         for c in self.cases:
             FOREGROUND.checkpoint()
+            if self.stop.cancelled:
+                self.complete = False
+                return results, new_cache
             try:
                 res = run_job_test(engine, c)
             except Exception as e:  # noqa: BLE001
                 res = TestResult("job", c.name, False, c.span, error=f"could not run: {type(e).__name__}: {e}")
             results.setdefault(c.name, []).append(res)
         return results, new_cache
+
+
+class LintStopped(BaseException):
+    """Raised at a lint checkpoint when the job was cancelled (a BaseException, so the
+    lint's own `except Exception` handlers let it through)."""
 
 
 @dataclass
@@ -544,8 +584,21 @@ class LintJob:
     sample_log: str | None
     test_results: list[TestResult] | None = None
     lint_config: str | None = None
+    stop: Cancellable = field(default_factory=Cancellable)  # its corpus was rebuilt: stop at a checkpoint
 
-    def run(self) -> list[Diagnostic]:
+    def checkpoint(self) -> None:
+        FOREGROUND.checkpoint()
+        if self.stop.cancelled:
+            raise LintStopped
+
+    def run(self) -> list[Diagnostic] | None:
+        """The lint's diagnostics; None when stopped (nothing to apply)."""
+        try:
+            return self._run()
+        except LintStopped:
+            return None
+
+    def _run(self) -> list[Diagnostic]:
         try:
             from rulekit.analysis.lint import lint_corpus
         except ImportError:  # the toolkit's lint is not installed: nothing to add
@@ -572,7 +625,7 @@ class LintJob:
             config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
         try:
             return list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
-                                    checkpoint=FOREGROUND.checkpoint))
+                                    checkpoint=self.checkpoint))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
 
