@@ -139,14 +139,14 @@ line = "NET/Socket : Connection closed by peer{n}"
 """
 
 
-async def _lint_after_edit(client, uri: str, text: str, version: int, published) -> dict:
+async def _lint_after_edit(client, uri: str, text: str, version: int, published, first_n: int = 1) -> dict:
     """Seconds from an edit that adds an overlapping rule to the publish of its RK306/RK307:
     first right after start-up (the first lint is a full one), then again after a second
     such edit (incremental)."""
     from lsprotocol import types as T
 
     out = {}
-    for label, n in (("first_lint_s", 1), ("incremental_lint_s", 2)):
+    for label, n in (("first_lint_s", first_n), ("incremental_lint_s", first_n + 1)):
         version += 1
         new = text + OVERLAP_RULE.format(n=n)
         start = time.perf_counter()
@@ -169,7 +169,7 @@ async def _lint_after_edit(client, uri: str, text: str, version: int, published)
 
 
 async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | None = None,
-                     pause_s: float = 0.0, measure_lint: bool = False) -> dict:
+                     pause_s: float = 0.0, measure_lint: bool = False, lint_rule_n: int = 1) -> dict:
     """settings: initializationOptions beyond ruleFolders (None: what a user gets by default).
     Latency is from didChange to the publish of that version, minus the debounce the
     settings ask for (the wait the user configured, not work)."""
@@ -227,7 +227,7 @@ async def over_stdio(folder: Path, edited: str, n_edits: int, settings: dict | N
             await asyncio.sleep(pause_s)  # a user pausing: lets background tests and lint run
     cpu_edits = _cpu_s(pid) - cpu0
     load_after = os.getloadavg()
-    lint = await _lint_after_edit(client, uri, text, n_edits + 2, published_diags) if measure_lint else None
+    lint = await _lint_after_edit(client, uri, text, n_edits + 2, published_diags, lint_rule_n) if measure_lint else None
     rss = {}
     if pid:
         try:
@@ -274,6 +274,11 @@ def main() -> None:
     ap.add_argument("--pause", type=float, default=0.3, help="seconds between edits over stdio (default 0.3)")
     ap.add_argument("--fast-too", action="store_true", help="also measure with tests and lint off (the old setup)")
     args = ap.parse_args()
+    # a cold start: the servers' on-disk caches (scanner analysis, lint memo) in a fresh
+    # folder; the second server on nccl.toml then starts with what the first one left
+    import tempfile
+
+    os.environ["RULEKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="rulekit-bench-cache-")
     big = None if args.bundled_only else generate_corpus(HERE / ".data" / f"lsp_corpus_{args.rules}", args.rules)
     cases = [("bundled", bundled_rules_path(), "nccl.toml", 150),
              ("bundled-xid", bundled_rules_path(), "xid_catalog.toml", 150)]
@@ -285,6 +290,10 @@ def main() -> None:
         if not args.no_stdio:
             r["stdio"] = asyncio.run(over_stdio(Path(folder), edited, args.edits, None, args.pause,
                                                 measure_lint=edited == "nccl.toml"))
+            if edited == "nccl.toml":  # a restarted server: its first lint reads the memo on disk
+                warm = asyncio.run(over_stdio(Path(folder), edited, 4, None, args.pause, measure_lint=True,
+                                              lint_rule_n=3))
+                r["stdio_restarted_lint_after_edit"] = warm["lint_after_edit"]
             if args.fast_too:
                 r["stdio_tests_and_lint_off"] = asyncio.run(over_stdio(Path(folder), edited, args.edits, FAST))
         worst = max(r["in_process"]["p95_ms"], r.get("stdio", {}).get("p95_ms", 0))

@@ -8,6 +8,7 @@ and no I/O: the caller passes the text a span refers to (`text_of(path)`).
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote, unquote, urlparse
@@ -31,7 +32,9 @@ def uri_to_path(uri: str) -> str | None:
     return str(Path(unquote(p.path)).resolve())
 
 
+@functools.lru_cache(maxsize=8192)
 def path_to_uri(path: str) -> str:
+    """A publish names every file of the corpus: resolved once per path, not per publish."""
     return "file://" + quote(str(Path(path).resolve()))
 
 

@@ -565,6 +565,20 @@ class TestJob:
         return results, new_cache
 
 
+_MEMO_READ = False
+
+
+def _warm_lint_memo() -> None:
+    """Once per process, before the first lint: read the lint memo a previous server
+    (or `rulekit lint`) left on disk, so a first lint searches only new pairs."""
+    global _MEMO_READ
+    if not _MEMO_READ:
+        _MEMO_READ = True
+        from rulekit.analysis.lint import load_memo
+
+        load_memo()
+
+
 class LintStopped(BaseException):
     """Raised at a lint checkpoint when the job was cancelled (a BaseException, so the
     lint's own `except Exception` handlers let it through)."""
@@ -623,11 +637,16 @@ class LintJob:
             from rulekit.analysis.settings import load_settings
 
             config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
+        _warm_lint_memo()
         try:
-            return list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
-                                    checkpoint=self.checkpoint))
+            diags = list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
+                                     checkpoint=self.checkpoint))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
+        from rulekit.analysis.lint import save_memo
+
+        save_memo()  # only when it grew: the next server's first lint is then incremental too
+        return diags
 
 
 # ---- the workspace -------------------------------------------------------------------------

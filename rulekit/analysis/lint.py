@@ -314,6 +314,54 @@ class _Memo:
 
 _MEMO = _Memo()
 
+# the memo tables worth keeping across processes: pure functions of patterns (and the
+# sample's digest), the exact searches above all (most of a first lint's time)
+PERSISTED = ("overlap", "contains", "shortest", "scan", "keys", "pairs")
+_saved_sizes: dict[str, int] = {}
+
+
+def _memo_key() -> str:
+    from rulekit.extract import diskcache
+
+    return diskcache.make_key("lint-memo", diskcache.code_fingerprint())
+
+
+def load_memo() -> int:
+    """Merge the on-disk lint memo (rulekit.extract.diskcache, keyed by the code that
+    computed it) into this process's; the number of entries read (0: none, disabled
+    or unreadable, never an error)."""
+    from rulekit.extract import diskcache
+
+    got = diskcache.load("lint-memo", _memo_key())
+    if not isinstance(got, dict):
+        return 0
+    n = 0
+    for name in PERSISTED:
+        table = got.get(name)
+        if isinstance(table, dict):
+            mine = _MEMO.table(name)
+            for k, v in table.items():
+                mine.setdefault(k, v)
+            n += len(table)
+            _saved_sizes[name] = len(mine)
+    return n
+
+
+def save_memo() -> bool:
+    """Write this process's lint memo to disk when it grew since the last save or load
+    (so the next language server or `rulekit lint` starts warm); False when nothing
+    was new or the cache is disabled."""
+    from rulekit.extract import diskcache
+
+    sizes = {name: len(_MEMO.tables.get(name, {})) for name in PERSISTED}
+    if all(sizes[n] <= _saved_sizes.get(n, 0) for n in PERSISTED):
+        return False
+    body = {name: dict(_MEMO.tables.get(name, {})) for name in PERSISTED}
+    ok = diskcache.store("lint-memo", _memo_key(), body)
+    if ok:
+        _saved_sizes.update(sizes)
+    return ok
+
 
 def _sig(r: Rule) -> tuple:
     unit = _unit(r)
