@@ -30,7 +30,6 @@ from typing import Iterable
 import rulekit.rules.loader as _loader
 from rulekit.rules import dsl
 from rulekit.diagnostics import Diagnostic, Span, has_errors
-from rulekit.rules.dsl.compiler import compile_module
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import RuleSet
 from rulekit.rules.registry import SymptomRegistry
@@ -68,6 +67,15 @@ class Foreground:
 
 FOREGROUND = Foreground()
 TEST_CACHE_LIMIT = 20_000  # inline-test results kept by content key (a corpus has ~1,000 tests)
+
+
+def read_rule_file(f: Path) -> tuple[str | None, list[Diagnostic]]:
+    """A rule file's text as the loader reads it (UTF-8; its RK001 for unreadable or
+    undecodable files): the loader's own reader, so the server and `rulekit check`
+    cannot word or decide it differently."""
+    ld = _loader.RuleLoader(use_cache=False)
+    text = ld._read(f)  # private today: the loader's public reader replaces it when it lands
+    return text, list(ld.diagnostics)
 
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
@@ -197,17 +205,10 @@ class Corpus:
                                                     Span(folder, 1, 1)))
             for f in entries:
                 if is_rule_path(str(f)) and str(f) not in self.files:
-                    try:  # the loader's own messages (parity with `rulekit check`)
-                        text = f.read_bytes().decode("utf-8")
-                    except UnicodeDecodeError as e:
-                        self.folder_diags.append(Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})",
-                                                            Span(str(f), 1, 1)))
-                        continue
-                    except OSError as e:
-                        self.folder_diags.append(Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}",
-                                                            Span(str(f), 1, 1)))
-                        continue
-                    self.update(str(f), text, execute=True)
+                    text, problems = read_rule_file(f)
+                    self.folder_diags.extend(problems)
+                    if text is not None:
+                        self.update(str(f), text, execute=True)
         self.initial_pending = bool(self.awaiting)
 
     def update(self, path: str, text: str, version: int | None = None, execute: bool = False) -> FileState:
@@ -228,14 +229,9 @@ class Corpus:
         elif kind == "tests":
             cases, st.diags = parse_job_tests(text, path)
             st.ruleset = RuleSet(job_tests=list(cases))
-        elif kind == "rule":
+        elif kind == "rule":  # the loader's two steps (parse, compile), the AST kept for the editor
             st.module, syn = dsl.parse_ast(text, path)
-            rs, more = compile_module(st.module, path)
-            if syn:  # as rulekit.rules.dsl.parse_file: a broken declaration's semantic complaints are noise
-                broken = [(i.span.line, i.span.end_line) for i in st.module.items  # type: ignore[attr-defined]
-                          if any(i.span.line <= d.span.line <= i.span.end_line for d in syn if d.span)]
-                more = [d for d in more if not d.span or not any(a <= d.span.line <= b for a, b in broken)]
-            st.ruleset, st.diags = rs, syn + more
+            st.ruleset, st.diags = dsl.compile_parsed(st.module, syn, path)
         elif kind == "py":
             self._update_python(st, execute)
         st._occ = None
@@ -787,9 +783,10 @@ class Workspace:
             return c
         if not is_rule_path(path):
             return None
-        try:
-            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
-        except (OSError, UnicodeDecodeError):
+        text, _problems = read_rule_file(Path(path))
+        if text is not None:
+            c.update(path, text, execute=True)
+        else:
             c.remove(path)
             c.load()  # reports the unreadable file as the loader does
         return c
@@ -799,9 +796,10 @@ class Workspace:
         if c is None or path not in c.files:
             return
         c.files[path].is_open = False
-        try:  # back to the saved text
-            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
-        except (OSError, UnicodeDecodeError):
+        text, _problems = read_rule_file(Path(path))  # back to the saved text
+        if text is not None:
+            c.update(path, text, execute=True)
+        else:
             c.remove(path)
 
     def text_of(self, path: str) -> str | None:
