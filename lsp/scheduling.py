@@ -102,17 +102,19 @@ class Scheduler:
         async with self._locks.setdefault(corpus, asyncio.Lock()):
             return await self.background(fn)
 
-    async def latest(self, key: Hashable, job: Cancellable, fn: Callable[[], Any]) -> tuple[bool, Any]:
-        """fn (the work of `job`) in a worker thread, one job at a time per corpus
-        (`key[1]`); supersedes the previous job of this key.  (ran, result): ran is
-        False when the job was superseded before it started; a job superseded while
-        running is cancelled and returns what fn returns then (partial work)."""
+    async def latest(self, key: Hashable, job: Cancellable, fn: Callable[[], Any],
+                     lane: Hashable | None = None) -> tuple[bool, Any]:
+        """fn (the work of `job`) in a worker thread, one job at a time per lane (default:
+        the corpus, `key[1]`; lint has its own lane, so a long first lint never holds
+        back test results); supersedes the previous job of this key.  (ran, result):
+        ran is False when the job was superseded before it started; a job superseded
+        while running is cancelled and returns what fn returns then (partial work)."""
         prev = self._latest.get(key)
         if prev is not None:
             prev.cancel()
         self._latest[key] = job
         try:
-            async with self._locks.setdefault(_corpus_of(key), asyncio.Lock()):
+            async with self._locks.setdefault(lane if lane is not None else _corpus_of(key), asyncio.Lock()):
                 if job.cancelled:
                     return False, None
                 return True, await self.background(fn)
@@ -146,6 +148,7 @@ class Scheduler:
         for key in [k for k in self._latest if _corpus_of(k) is corpus]:
             self._latest.pop(key).cancel()
         self._dead.add(corpus)
-        self._locks.pop(corpus, None)
+        for lane in [k for k in self._locks if k is corpus or _corpus_of(k) is corpus]:
+            del self._locks[lane]
         for key in [k for k in self._again if _corpus_of(k) is corpus]:
             self._again.discard(key)

@@ -211,14 +211,14 @@ class RulekitLanguageServer(LanguageServer):
             if job is None:
                 return
             try:
-                _, diags = await self.jobs.latest(("lint-run", corpus), job.stop, job.run)
+                _, diags = await self.jobs.latest(("lint-run", corpus), job.stop, job.run, lane=("lint", corpus))
             except Exception:  # noqa: BLE001
                 self.log_bug("linting")
                 return
             if diags is None or corpus not in self.ws.corpora:
                 return  # stopped: its corpus was rebuilt
-            corpus.apply_lint(job, diags)
-            self.publish(corpus)
+            if corpus.apply_lint(job, diags):  # else stale: an edit since, whose own lint follows
+                self.publish(corpus)
 
         await self.jobs.coalesce(("lint", corpus), once)
 
@@ -339,6 +339,7 @@ def did_save(ls: RulekitLanguageServer, params: T.DidSaveTextDocumentParams) -> 
     c = ls.ws.save(path, ls.doc_text(uri))
     if c is not None:
         ls.publish(c)
+        ls.schedule_lint(c)  # a lint running now describes the text before the save: it is dropped
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
@@ -353,6 +354,7 @@ def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -
         c = ls.ws.corpus_for(path, create=False)
         if c is not None:
             ls.publish(c)
+            ls.schedule_lint(c)
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)

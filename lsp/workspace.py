@@ -473,18 +473,21 @@ class Corpus:
         self.lint_generation += 1
         results = self.full_run[1] if self.full_run and self.full_run[0] == self.edit_generation else None
         return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log, results,
-                       self.settings.lint_config)
+                       self.settings.lint_config, edit_generation=self.edit_generation)
 
-    def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> None:
-        if job.generation != self.lint_generation:
-            return  # an edit happened since: stale
+    def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> bool:
+        """Adopt a lint's findings; False (nothing changed) when a newer lint was started
+        or any file changed since its snapshot: its findings describe texts that are
+        gone (the edit scheduled the lint that replaces it)."""
+        if job.generation != self.lint_generation or job.edit_generation != self.edit_generation:
+            return False
         by_file: dict[str, list[Diagnostic]] = {}
         known = {(d.code, d.span, d.message) for d in self.analyze().diagnostics}
         for d in diags:
             if d.span is not None and (d.code, d.span, d.message) not in known:
                 by_file.setdefault(d.span.file, []).append(d)
         self.slow = by_file
-        self.analysis = self.analysis  # unchanged
+        return True
 
 
 def _rule_key(rule) -> tuple:
@@ -594,6 +597,7 @@ class LintJob:
     sample_log: str | None
     test_results: list[TestResult] | None = None
     lint_config: str | None = None
+    edit_generation: int = 0  # the corpus's edit generation of the snapshot
     stop: Cancellable = field(default_factory=Cancellable)  # its corpus was rebuilt: stop at a checkpoint
 
     def checkpoint(self) -> None:

@@ -79,6 +79,16 @@ async def test_jobs_of_one_corpus_run_one_at_a_time_and_other_keys_are_not_super
     assert got == [(True, "ok"), (True, "ok"), "ok"] and most[0] == 1
 
 
+async def test_a_job_in_its_own_lane_does_not_wait_for_the_corpus_lane():
+    s, c = Scheduler(), Corp()
+    gate = threading.Event()
+    slow = asyncio.ensure_future(s.latest(("lint-run", c), Cancellable(), lambda: gate.wait(10), lane=("lint", c)))
+    await asyncio.sleep(0.05)
+    assert await asyncio.wait_for(s.latest(("tests", c, "a"), Cancellable(), lambda: "tests"), 5) == (True, "tests")
+    gate.set()
+    assert await slow == (True, True)
+
+
 async def test_coalesce_runs_once_more_when_asked_while_running():
     s, c, runs = Scheduler(), Corp(), []
 
