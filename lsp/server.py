@@ -17,7 +17,7 @@ from typing import Any
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
-from rulekit_lsp import __version__, convert
+from rulekit_lsp import __version__, convert, memory
 from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
 from rulekit_lsp.features import completion as completion_mod
 from rulekit_lsp.scheduling import Scheduler
@@ -123,6 +123,7 @@ class RulekitLanguageServer(LanguageServer):
         self.ws.configure(roots, self.settings)
         self.published.clear()
         self.publish_all()
+        memory.trim()
         for c in self.ws.corpora:
             self.schedule_lint(c)
 
@@ -190,6 +191,7 @@ class RulekitLanguageServer(LanguageServer):
             return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the test run failed"}
         results, cache = got
         corpus.apply_tests(job, results, cache)
+        memory.trim()  # the compiled patterns of the tested rules are not needed until the next run
         if corpus not in self.ws.corpora:
             return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the rule folders changed"}
         self.publish(corpus)
@@ -219,6 +221,7 @@ class RulekitLanguageServer(LanguageServer):
                 return  # stopped: its corpus was rebuilt
             if corpus.apply_lint(job, diags):  # else stale: an edit since, whose own lint follows
                 self.publish(corpus)
+            memory.trim()
 
         await self.jobs.coalesce(("lint", corpus), once)
 
@@ -282,6 +285,7 @@ def initialized(ls: RulekitLanguageServer, params: T.InitializedParams) -> None:
             id="rulekit-watched-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=T.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
     ls.publish_all()
+    memory.trim()  # validating the corpus compiled every pattern once
     for c in ls.ws.corpora:
         ls.schedule_lint(c)
 
