@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from rulekit.config import GlobalConfig
+from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.loader import RuleLoader, bundled_rules_path
 from rulekit.rules.registry import SymptomRegistry
@@ -38,7 +38,7 @@ def setup_rules(paths: Sequence[str | Path] | None = None, *, force: bool = Fals
                            ignored_hostname_prefixes=tuple(ignored_hostname_prefixes or ()))
     # 4. load all rule files, build the immutable engine
     try:
-        engine = RuleLoader(_config).load_all(rule_paths).build(strict=True)
+        engine = RuleLoader(_config, options=EngineOptions.from_env()).load_all(rule_paths).build(strict=True)
     except Exception:
         initialized = False
         raise

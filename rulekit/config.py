@@ -1,10 +1,23 @@
-"""Global attribution configuration set by `setup_rules()`: the node-domain
+"""Configuration, two kinds.  Core module: must not import anything of rulekit.
+
+`GlobalConfig`: what attribution assumes, set by `setup_rules()`: the node-domain
 resolver, the node-name mapping and the ignored hostname prefixes.  Pure data
 plus the one function that turns a printed host name into a job node name.
+
+`EngineOptions`: the knobs that change how rulekit runs but never what it
+concludes -- the cache folder, the scanner backend, the plugin import time limit,
+the event store's buffer and spill sizes, the repeat and evidence caps.
+`EngineOptions.from_env()` is the one place the `RULEKIT_*` environment variables
+are read; the edges (the CLI, the Service, `rulekit.api`) call it once and pass the
+object down (`load_corpus(options=...)` -> `RuleEngine.options` -> `Session`).  A
+library caller that builds an engine without options gets `from_env()` too, so
+the variables behave as they always did.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable, Mapping
 
 
@@ -38,3 +51,60 @@ class GlobalConfig:
             return self.node_domain_resolver(node)
         except Exception:  # a resolver's failure must not fail attribution
             return None
+
+
+# ---- engine options ----------------------------------------------------------------------
+
+ENV_CACHE_DIR = "RULEKIT_CACHE_DIR"  # a folder; "" disables the cache; unset: $XDG_CACHE_HOME/rulekit or ~/.cache/rulekit
+ENV_SCANNER = "RULEKIT_SCANNER"  # naive | re2 | hyperscan | auto (default)
+ENV_PLUGIN_TIMEOUT = "RULEKIT_PLUGIN_TIMEOUT"  # seconds > 0 (default 10); anything else: the default
+SCANNERS = ("auto", "naive", "re2", "hyperscan")
+
+DEFAULT_PLUGIN_TIMEOUT = 10.0
+DEFAULT_BUFFER_SIZE = 2000  # events buffered before one batched insert
+DEFAULT_SPILL_ROWS = 250_000  # an in-memory store with more rows than this moves to a private file,
+DEFAULT_SPILL_BYTES = 32 << 20  # or one with more bytes of database pages
+DEFAULT_REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+DEFAULT_EVIDENCE_PER_KEY = 3  # evidence items per (event type, symptom, node) in a result
+DEFAULT_EVIDENCE_MAX = 400  # evidence items in a result
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The cache folder the environment asks for (not created here), or None when disabled."""
+    env = os.environ if environ is None else environ
+    base = env.get(ENV_CACHE_DIR)
+    if base is None:
+        base = os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rulekit")
+    return Path(base) if base else None
+
+
+def _timeout(raw: str | None) -> float:
+    try:
+        v = float((raw or "").strip())
+    except ValueError:
+        return DEFAULT_PLUGIN_TIMEOUT
+    return v if v > 0 else DEFAULT_PLUGIN_TIMEOUT
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    cache_dir: Path | None = field(default_factory=default_cache_dir)
+    scanner: str = "auto"
+    plugin_timeout: float = DEFAULT_PLUGIN_TIMEOUT
+    buffer_size: int = DEFAULT_BUFFER_SIZE
+    spill_rows: int = DEFAULT_SPILL_ROWS
+    spill_bytes: int = DEFAULT_SPILL_BYTES
+    repeat_cap: int = DEFAULT_REPEAT_CAP
+    evidence_per_key: int = DEFAULT_EVIDENCE_PER_KEY
+    evidence_max: int = DEFAULT_EVIDENCE_MAX
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "EngineOptions":
+        """The options the environment sets (the process environment by default)."""
+        env = os.environ if environ is None else environ
+        return cls(cache_dir=default_cache_dir(env),
+                   scanner=env.get(ENV_SCANNER, "auto").strip().lower() or "auto",
+                   plugin_timeout=_timeout(env.get(ENV_PLUGIN_TIMEOUT)))
+
+    def with_(self, **changes: object) -> "EngineOptions":
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -20,28 +20,12 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from rulekit.rules import sandbox
 from rulekit.rules.loader import load_corpus
 
+from corpora import ONE_TESTED_RULE
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "xid149-nvlink"
 RULEKIT = [sys.executable, "-m", "rulekit"]
 
-BASE = '''
-[[symptom]]
-name = "FOO_FAULT"
-outcome = "hardware"
-sub_domain = "gpu"
-rank = 10
-blame = "node"
-[[extractor]]
-name = "Foo"
-author = "t"
-match_re = 'foo fault'
-emit = { type = "bad_node", symptom = "FOO_FAULT" }
-[[extractor.test]]
-line = "foo fault"
-[[extractor.test]]
-line = "bar"
-expect = "nothing"
-'''
 LOOP = "x = 1\nwhile True:\n    pass\n"
 SLEEP = "import time\ntime.sleep(3600)\n"
 EXIT = "import sys\nsys.exit(3)\n"
@@ -52,7 +36,7 @@ BASEEXC = "class Boom(BaseException):\n    pass\n\nraise Boom('no')\n"
 def _folder(tmp_path: Path, **plugins: str) -> Path:
     d = tmp_path / "R"
     d.mkdir()
-    (d / "base.toml").write_text(BASE)
+    (d / "base.toml").write_text(ONE_TESTED_RULE)
     for name, text in plugins.items():
         (d / f"{name}.py").write_text(text)
     return d
@@ -166,7 +150,7 @@ async def test_language_server_answers_while_a_plugin_hangs(client: LanguageClie
     loop_uri = (rules / "zz_loop.py").as_uri()
     uri = (rules / "base.toml").as_uri()
     client.text_document_did_open(T.DidOpenTextDocumentParams(text_document=T.TextDocumentItem(
-        uri=uri, language_id="toml", version=1, text=BASE)))
+        uri=uri, language_id="toml", version=1, text=ONE_TESTED_RULE)))
     res = await asyncio.wait_for(client.text_document_document_symbol_async(
         T.DocumentSymbolParams(text_document=T.TextDocumentIdentifier(uri=uri))), 30)
     # answered while the hanging plugin is still being probed (its 8 s limit has not run out)

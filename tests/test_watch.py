@@ -11,24 +11,8 @@ from pathlib import Path
 
 from rulekit.cli.watch import changed, snapshot
 
-GOOD = '''
-[[symptom]]
-name = "FOO_FAULT"
-outcome = "hardware"
-sub_domain = "gpu"
-rank = 10
-blame = "node"
-[[extractor]]
-name = "Foo"
-author = "t"
-match_re = 'foo fault'
-emit = { type = "bad_node", symptom = "FOO_FAULT" }
-[[extractor.test]]
-line = "foo fault"
-[[extractor.test]]
-line = "bar"
-expect = "nothing"
-'''
+from corpora import ONE_TESTED_RULE
+
 
 
 def _start(tmp_path: Path, *args: str, runs: int | None = 2) -> tuple[subprocess.Popen, Path, Path]:
@@ -58,12 +42,12 @@ def _bump(f: Path, text: str) -> None:
 def test_check_watch_reruns_on_change(tmp_path):
     rules = tmp_path / "R"
     rules.mkdir()
-    (rules / "a.toml").write_text(GOOD)
+    (rules / "a.toml").write_text(ONE_TESTED_RULE)
     p, out, err = _start(tmp_path, "check", str(rules), "--watch")
     try:
         _wait_for(err, "watching")
         assert "no problems found" in out.read_text()
-        _bump(rules / "a.toml", GOOD.replace("match_re", "matchre"))
+        _bump(rules / "a.toml", ONE_TESTED_RULE.replace("match_re", "matchre"))
         assert p.wait(60) == 1  # the second run's status
     finally:
         p.kill() if p.poll() is None else None
@@ -75,12 +59,12 @@ def test_check_watch_reruns_on_change(tmp_path):
 def test_test_watch_reruns_and_ctrl_c_stops_cleanly(tmp_path):
     rules = tmp_path / "R"
     rules.mkdir()
-    (rules / "a.toml").write_text(GOOD)
+    (rules / "a.toml").write_text(ONE_TESTED_RULE)
     p, out, err = _start(tmp_path, "test", str(rules), "--watch", runs=None)
     try:
         _wait_for(err, "watching")
         assert "2 passed, 0 failed" in out.read_text()
-        _bump(rules / "a.toml", GOOD.replace('line = "bar"', 'line = "foo fault again"'))
+        _bump(rules / "a.toml", ONE_TESTED_RULE.replace('line = "bar"', 'line = "foo fault again"'))
         _wait_for(out, "1 passed, 1 failed")
         _wait_for(err, "watching", count=2)
         p.send_signal(signal.SIGINT)

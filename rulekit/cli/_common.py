@@ -1,26 +1,48 @@
-"""Helpers the toolkit commands share: argument checks and writing output.
-Usage errors exit 2 with one line on stderr; nothing here analyses anything."""
+"""Helpers the commands share: argument checks, loading the corpus, writing output.
+Usage errors exit `ExitStatus.USAGE` with one line on stderr; nothing here
+analyses anything."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import typer
 
 from rulekit.cli.formats import FORMATS
+from rulekit.cli.status import ExitStatus, fail
 
 
 def check_format(fmt: str, allowed: Sequence[str] = FORMATS) -> None:
     if fmt not in allowed:
-        typer.echo(f"error: unknown format {fmt!r}; use one of {', '.join(allowed)}", err=True)
-        raise typer.Exit(2)
+        fail(f"unknown format {fmt!r}; use one of {', '.join(allowed)}")
 
 
 def check_paths_exist(paths: Sequence[Path] | None) -> None:
     for p in paths or ():
         if not p.exists():
-            typer.echo(f"error: {p}: no such file or folder", err=True)
-            raise typer.Exit(2)
+            fail(f"{p}: no such file or folder")
+
+
+def load_engine_or_exit(paths: Sequence[Path | str] | None, *, what: str | None = None, hint: str | None = None) -> Any:
+    """Load a corpus (default: the bundled rules) with the engine options of the
+    environment; the `LoadResult`, whose `engine` is built.  A corpus that does not
+    load prints its errors (with caret excerpts) and exits `ExitStatus.USAGE`;
+    `what` names the corpus in a heading line ("the rules of BASE"), `hint` is a
+    last line ("run `rulekit check` first")."""
+    from rulekit.cli.render import print_diagnostics
+    from rulekit.diagnostics import Severity
+    from rulekit.config import EngineOptions
+    from rulekit.rules.loader import load_corpus
+
+    res = load_corpus(list(paths) if paths else None, options=EngineOptions.from_env())
+    if res.engine is None:
+        if what:
+            typer.echo(f"error: {what} do not load:", err=True)
+        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
+        if hint:
+            typer.echo(f"error: {hint}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    return res
 
 
 def write_output(text: str, output: Path | None) -> None:
@@ -31,5 +53,4 @@ def write_output(text: str, output: Path | None) -> None:
     try:
         output.write_text(text + "\n", encoding="utf-8")
     except OSError as e:
-        typer.echo(f"error: cannot write {output}: {e.strerror}", err=True)
-        raise typer.Exit(2)
+        fail(f"cannot write {output}: {e.strerror}")

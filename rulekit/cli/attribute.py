@@ -24,21 +24,12 @@ from rich.markup import escape
 
 from rulekit.cli.app import app
 from rulekit.cli.batch import EXECUTOR_HELP, JOBS_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor, echo_failure, run_batch
-from rulekit.cli.render import print_diagnostics
-from rulekit.diagnostics import Severity
+from rulekit.cli._common import load_engine_or_exit
+from rulekit.cli.status import ExitStatus
 from rulekit.executors import CorpusSpec, Job
 from rulekit.executors.base import run_job
-from rulekit.rules.loader import load_corpus
 
 PROGRESS_MIN_BYTES = 32 << 20
-
-
-def _load(rules: list[Path] | None):
-    res = load_corpus(rules or None)
-    if res.engine is None:
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        raise typer.Exit(2)
-    return res.engine
 
 
 class _BytesBar:
@@ -79,12 +70,12 @@ def attribute(
     """Attribute job directories: outcome, root cause, bad nodes and the evidence trail."""
     if fmt not in ("text", "json"):
         typer.echo(f"error: unknown format {fmt!r}; use text or json", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     check_executor(executor, scheduler)
     if len(job_dirs) == 1 and not job_dirs[0].is_dir():
         typer.echo(f"error: {job_dirs[0]}: not a job directory (no such folder)", err=True)
-        raise typer.Exit(2)
-    engine = _load(rules)
+        raise typer.Exit(ExitStatus.USAGE)
+    engine = load_engine_or_exit(rules).engine
     batch = [Job.of(d) for d in job_dirs]
     shown = {job: str(d) for job, d in zip(batch, job_dirs)}
     if len(batch) == 1 and executor == "local":
@@ -115,9 +106,9 @@ def attribute(
                 printed += 1
     failed = sum(1 for o in ordered if not o.ok)
     if failed:
-        raise typer.Exit(2 if len(batch) == 1 else 1)
+        raise typer.Exit(ExitStatus.USAGE if len(batch) == 1 else ExitStatus.FINDINGS)
     if any(n.get("severity") == "error" for r in results for n in (r.get("notes") or [])):
-        raise typer.Exit(1)  # attributed, but some evidence could not be read (RK509, RK507)
+        raise typer.Exit(ExitStatus.FINDINGS)  # attributed, but some evidence could not be read (RK509, RK507)
 
 
 _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "application": "bold yellow",

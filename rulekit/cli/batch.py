@@ -13,6 +13,8 @@ import sys
 from typing import Any, Iterable
 
 import typer
+
+from rulekit.cli.status import ExitStatus
 from rich.console import Console
 from rich.markup import escape
 
@@ -27,10 +29,10 @@ TIMEOUT_HELP = "Seconds one job may take before it is recorded as failed (0: no 
 def check_executor(name: str, scheduler: str | None) -> None:
     if name not in EXECUTORS:
         typer.echo(f"error: unknown executor {name!r}; use one of {', '.join(EXECUTORS)}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     if scheduler and name != "dask":
         typer.echo("error: --scheduler needs --executor dask", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
 
 
 def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None) -> None:
@@ -54,7 +56,7 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
         ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     with ex:
         if sys.stderr.isatty():
             _with_bar(ex.map(jobs, with_trace=with_trace), len(set(jobs)), shown, outcomes)

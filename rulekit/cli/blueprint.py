@@ -16,6 +16,7 @@ import typer
 
 from rulekit.cli.app import app
 from rulekit.cli.render import print_diagnostics
+from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import RulekitError
 
 blueprint_app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -44,25 +45,25 @@ def run_cmd(
         cfg = load_config(configs)
     except RulekitError as e:
         print_diagnostics(e.diagnostics, {}, err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         window = Window(parse_time(since) if since else None, parse_time(until) if until else None)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     outs = []
     try:
         for spec in output or ["stdout"]:
             outs.append(open_output(spec))
     except (ValueError, StoreError, OSError) as e:
         typer.echo(f"error: --output: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     if service:
         attributor = Attributor(service_url=service)
     else:
-        from rulekit.cli.attribute import _load
+        from rulekit.cli._common import load_engine_or_exit
 
-        attributor = Attributor(engine=_load(cfg.rules or None))
+        attributor = Attributor(engine=load_engine_or_exit(cfg.rules or None).engine)
 
     def summary(r: dict) -> None:
         if quiet:
@@ -83,7 +84,7 @@ def run_cmd(
     if not quiet:
         typer.echo(f"{len(report.results)} attempt(s) attributed", err=True)
     if report.context_failures:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FINDINGS)
 
 
 @app.command()
@@ -100,7 +101,7 @@ def dashboard(
         open_ro(db).close()
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     import uvicorn
 
     typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)

@@ -13,6 +13,7 @@ import typer
 
 from rulekit.cli.app import app
 from rulekit.cli.render import print_diagnostics
+from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import RulekitError
 
 
@@ -28,17 +29,17 @@ def convert_command(
     target = to.lower()
     if target not in ("dsl", "toml"):
         typer.echo(f"error: --to must be dsl or toml, not {to!r}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         typer.echo(f"error: cannot read {file}: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         result = toml_to_dsl(text, str(file)) if target == "dsl" else dsl_to_toml(text, str(file))
     except RulekitError as e:
         print_diagnostics(e.diagnostics, {str(file): text}, err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FINDINGS)
     if out is None:
         typer.echo(result, nl=False)
     else:

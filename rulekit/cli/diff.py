@@ -24,12 +24,11 @@ import typer
 
 from rulekit.analysis.diff import LABELS, DiffReport, JobDiff, diff_jobs, find_job_dirs
 from rulekit.analysis.testrun import default_example_paths
-from rulekit.cli._common import check_format, write_output
+from rulekit.cli._common import check_format, load_engine_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.formats import display_path
-from rulekit.cli.render import print_diagnostics
-from rulekit.diagnostics import Severity
-from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit.cli.status import ExitStatus
+from rulekit.rules.loader import bundled_rules_path
 
 
 class RevisionError(Exception):
@@ -69,12 +68,7 @@ def _git(cwd: Path, *args: str) -> bytes:
 
 
 def _load(folder: Path, label: str):
-    res = load_corpus([folder])
-    if res.engine is None:
-        typer.echo(f"error: the rules of {label} do not load:", err=True)
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        raise typer.Exit(2)
-    return res.engine
+    return load_engine_or_exit([folder], what=f"the rules of {label}").engine
 
 
 @app.command("diff")
@@ -94,27 +88,27 @@ def diff(
     rules_dir = rules or bundled_rules_path()
     if not rules_dir.is_dir():
         typer.echo(f"error: {rules_dir}: no such rules folder", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     job_roots = list(jobs) if jobs else default_example_paths([rules_dir])
     for j in job_roots:
         if not j.exists():
             typer.echo(f"error: {j}: no such job folder", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
     job_dirs = find_job_dirs(job_roots)
     if not job_dirs:
         typer.echo("error: no job directories to compare (give --jobs DIR)", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     with tempfile.TemporaryDirectory(prefix="rulekit-diff-") as tmp:
         try:
             bdir, blabel = materialize(base, rules_dir, Path(tmp))
             hdir, hlabel = materialize(head, rules_dir, Path(tmp)) if head else (rules_dir, display_path(str(rules_dir)))
         except (RevisionError, ValueError) as e:
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
         report = diff_jobs(_load(bdir, blabel), _load(hdir, hlabel), job_dirs, blabel, hlabel)
     text = {"text": render_text, "json": render_json, "github": render_github}[fmt](report)
     write_output(text, output)
-    raise typer.Exit(1 if report.broken else 0)
+    raise typer.Exit(ExitStatus.FINDINGS if report.broken else ExitStatus.OK)
 
 
 def _fmt(v) -> str:

@@ -1,7 +1,9 @@
-"""`rulekit explain CODE` / `rulekit explain JOB_DIR [--line FILE:N] [--rule NAME]`.
+"""`rulekit explain CODE` / `rulekit explain --list` / `rulekit explain JOB_DIR [--line FILE:N] [--rule NAME]`.
 
 One command that dispatches on its argument: a diagnostic code (`RK101`) or code
-name (`unknown-key`) prints that code's documentation from the code table; a job
+name (`unknown-key`) prints that code's documentation from the code table (What it
+does / Why / Example / Fix); `--list` lists every code (`--format markdown` is
+docs/codes.md); a job
 directory prints the attribution trace from `rulekit.analysis.explain` (phase by
 phase, and why the root cause won), or with `--line FILE:N` every rule that
 matches that log line, its captures and what became of its events.  Text or
@@ -16,60 +18,80 @@ from typing import Any, Optional
 import typer
 
 from rulekit.analysis.explain import explain_code, explain_job, explain_line, parse_line_ref
-from rulekit.cli._common import check_format, check_paths_exist
+from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit
 from rulekit.cli.app import app
-from rulekit.cli.render import print_diagnostics
-from rulekit.diagnostics import RulekitError, Severity
-from rulekit.rules.loader import load_corpus
+from rulekit.cli.status import ExitStatus, fail
+from rulekit.diagnostics import RulekitError
 
 
 def render_code(c: Any) -> str:
     return f"{c.code} {c.name} ({c.severity})\n{c.summary}\n\n{c.doc}"
 
 
+def code_json(c: Any) -> dict[str, Any]:
+    return {"code": c.code, "name": c.name, "severity": c.severity, "summary": c.summary, "doc": c.doc,
+            "sections": c.sections(), "what": c.what, "why": c.why, "example": c.example, "fix": c.fix,
+            "example_file": c.example_file, "not_from_rule_file": c.not_from_rule_file}
+
+
+def _list_codes(fmt: str) -> None:
+    from rulekit.codes import CODES, markdown
+
+    if fmt == "markdown":
+        typer.echo(markdown(), nl=False)
+    elif fmt == "json":
+        typer.echo(json.dumps([code_json(c) for c in CODES.values()], indent=2))
+    else:
+        for c in CODES.values():
+            typer.echo(f"{c.code}  {c.name:<28} {c.severity:<8} {c.summary}")
+
+
 @app.command()
 def explain(
-    target: str = typer.Argument(..., help="A diagnostic code (RK101 or its name) or a job directory."),
+    target: Optional[str] = typer.Argument(None, help="A diagnostic code (RK101 or its name) or a job directory."),
     line: Optional[str] = typer.Option(None, "--line", "-l", help="FILE:N: trace one log line of the job."),
     rule: Optional[str] = typer.Option(None, "--rule", help="Only this rule's matches and actions."),
     rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: the bundled rules."),
-    fmt: str = typer.Option("text", "--format", "-f", help="text or json"),
+    fmt: str = typer.Option("text", "--format", "-f", help="text or json (with --list also markdown: docs/codes.md)"),
+    list_codes: bool = typer.Option(False, "--list", help="List every diagnostic code."),
 ) -> None:
     """Explain a diagnostic code, or why a job was attributed the way it was."""
+    if list_codes:
+        check_format(fmt, ("text", "json", "markdown"))
+        _list_codes(fmt)
+        return
     check_format(fmt, ("text", "json"))
+    if target is None:
+        fail("give a diagnostic code (RK101 or its name), a job directory, or --list")
     code = explain_code(target)
     if code is not None and not Path(target).is_dir():
         if fmt == "json":
-            typer.echo(json.dumps({"code": code.code, "name": code.name, "severity": code.severity,
-                                   "summary": code.summary, "doc": code.doc}, indent=2))
+            typer.echo(json.dumps(code_json(code), indent=2))
         else:
             typer.echo(render_code(code))
         return
     job_dir = Path(target)
     if not job_dir.is_dir():
         typer.echo(f"error: {target!r} is neither a diagnostic code (RKnnn or a code name) nor a job directory", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     ref = None
     if line is not None:
         ref = parse_line_ref(line)
         if ref is None:
             typer.echo(f"error: --line wants FILE:N (N >= 1), got {line!r}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
     check_paths_exist(rules)
-    res = load_corpus(rules or None)
-    if res.engine is None:
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        raise typer.Exit(2)
+    res = load_engine_or_exit(rules)
     if rule is not None and rule not in res.engine.by_name:
         typer.echo(f"error: no rule named {rule!r} in the corpus", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     try:
         data = (explain_line(res.engine, job_dir, ref.file, ref.line, rule) if ref
                 else explain_job(res.engine, job_dir, rule))
     except RulekitError as e:
         for d in e.diagnostics:
             typer.echo(f"error: {d.message}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2, default=str))
     else:

@@ -14,6 +14,7 @@ import typer
 
 from rulekit.cli.app import app
 from rulekit.cli.render import print_diagnostics
+from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import Diagnostic, Span
 
 
@@ -67,6 +68,6 @@ def fmt_command(
     if problems:
         print_diagnostics(problems, texts, err=True)
     if any(d.code == "RK001" for d in problems):
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     if problems or (check and changed):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.FINDINGS)

@@ -17,11 +17,11 @@ import typer
 from rulekit.analysis.lint import lint_corpus
 from rulekit.analysis.settings import load_settings
 from rulekit.analysis.testrun import default_example_paths, run_tests
-from rulekit.cli._common import check_format, check_paths_exist, write_output
+from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.render import exit_code, print_diagnostics, render_diagnostics
-from rulekit.diagnostics import Severity
-from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit.cli.status import ExitStatus
+from rulekit.rules.loader import bundled_rules_path
 
 
 @app.command()
@@ -41,19 +41,15 @@ def lint(
     settings, bad = load_settings(config)
     if bad:
         print_diagnostics(bad, err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     data = None
     if sample is not None:
         try:
             data = sample.read_bytes()
         except OSError as e:
             typer.echo(f"error: cannot read sample {sample}: {e.strerror}", err=True)
-            raise typer.Exit(2)
-    res = load_corpus(paths or None)
-    if res.engine is None:
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        typer.echo("error: the corpus does not load; run `rulekit check` first", err=True)
-        raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
+    res = load_engine_or_exit(paths, hint="the corpus does not load; run `rulekit check` first")
     results = None
     if not no_tests:
         ex = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from rulekit.cli.app import app
+from rulekit.cli.status import ExitStatus
 
 
 @app.command("lsp")
@@ -18,7 +19,7 @@ def lsp(tcp: str = typer.Option(None, "--tcp", metavar="HOST:PORT",
         host, sep, port = tcp.rpartition(":")
         if not sep or not port.isdigit():
             typer.echo(f"error: --tcp expects HOST:PORT, got {tcp!r}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
         start_stdio()

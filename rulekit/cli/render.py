@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import Diagnostic, split_lines
 
 
@@ -86,6 +87,7 @@ def render_diagnostics(diags: Iterable[Diagnostic], fmt: str, texts: Mapping[str
     return (body + "\n\n" if body else "") + format_summary(shown)
 
 
-def exit_code(diags: Iterable[Diagnostic]) -> int:
-    """0: clean (or only notes), 1: errors or warnings were found."""
-    return 1 if any(d.severity.value in ("error", "warning") for d in diags) else 0  # type: ignore[union-attr]
+def exit_code(diags: Iterable[Diagnostic]) -> ExitStatus:
+    """OK: clean (or only notes); FINDINGS: errors or warnings were found."""
+    found = any(d.severity.value in ("error", "warning") for d in diags)  # type: ignore[union-attr]
+    return ExitStatus.FINDINGS if found else ExitStatus.OK

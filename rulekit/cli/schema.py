@@ -12,6 +12,7 @@ import typer
 
 from rulekit.cli._common import write_output
 from rulekit.cli.app import app
+from rulekit.cli.status import ExitStatus
 from rulekit.rules import schema as schema_mod
 
 
@@ -28,5 +29,5 @@ def schema(
         return
     if kind not in schema_mod.SHIPPED:
         typer.echo(f"error: unknown schema kind {kind!r}; use rules or tests", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     write_output(schema_mod.dumps(kind).rstrip("\n"), output)

@@ -22,6 +22,7 @@ from typing import Optional
 import typer
 
 from rulekit.cli.app import app
+from rulekit.cli.status import ExitStatus
 
 
 @app.command()
@@ -53,7 +54,7 @@ def serve(
     except CorpusError as e:
         print_diagnostics([d for d in e.load.diagnostics if d.severity is Severity.ERROR], e.load.texts, err=True)
         typer.echo("error: the rules do not load; not starting", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     summary = self_test(engine)
     if not summary["ok"]:
         for f in summary["failures"]:
@@ -61,7 +62,7 @@ def serve(
         if not allow_failing_tests:
             typer.echo(f"error: {summary['failed']} of {summary['total']} start-up tests fail; not starting "
                        "(fix the rules, or pass --allow-failing-tests to serve anyway)", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(ExitStatus.USAGE)
         typer.echo(f"warning: serving with {summary['failed']} failing start-up tests (--allow-failing-tests)", err=True)
 
     try:
@@ -71,7 +72,7 @@ def serve(
         if e.errno == 98:
             reason = "the address is already in use (another server on that port?)"
         typer.echo(f"error: cannot listen on {host}:{port}: {reason}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
     own_state = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="rulekit-jobs-")) if own_state else state_dir
     assert state is not None

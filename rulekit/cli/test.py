@@ -18,12 +18,12 @@ import typer
 from rulekit.analysis.coverage import coverage as coverage_diags
 from rulekit.analysis.settings import load_settings
 from rulekit.analysis.testrun import default_example_paths, describe, run_tests
-from rulekit.cli._common import check_format, check_paths_exist, write_output
+from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.formats import display_path, junit, relativize
 from rulekit.cli.render import format_summary, format_text, print_diagnostics
-from rulekit.diagnostics import Severity
-from rulekit.rules.loader import bundled_rules_path, load_corpus
+from rulekit.cli.status import ExitStatus
+from rulekit.rules.loader import bundled_rules_path
 
 
 @app.command("test")
@@ -53,11 +53,8 @@ def test_cmd(
     settings, bad = load_settings(config)
     if bad:
         print_diagnostics(bad, err=True)
-        raise typer.Exit(2)
-    res = load_corpus(paths or None)
-    if res.engine is None:
-        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.USAGE)
+    res = load_engine_or_exit(paths)
     ex_paths = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])
     run = run_tests(res.engine, ex_paths, pattern)
     cov = coverage_diags(res.engine, run.results, settings["coverage"]) if with_coverage else []
@@ -100,7 +97,7 @@ def test_cmd(
         for s in rep.skipped:
             typer.echo(f"not updated: {s}", err=True)
     failed = counts["failed"] + counts["error"]
-    raise typer.Exit(1 if failed and not update else (1 if counts["error"] else 0))
+    raise typer.Exit(ExitStatus.FINDINGS if (failed and not update) or counts["error"] else ExitStatus.OK)
 
 
 def _rel(r):

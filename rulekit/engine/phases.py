@@ -19,6 +19,7 @@ from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
@@ -112,7 +113,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
-REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
 
 
 class ExtractionPhase:
@@ -453,8 +454,8 @@ class CollectionPhase:
 
 # ---- phase 5: reporting ------------------------------------------------------------------------------------
 
-EVIDENCE_PER_KEY = 3
-EVIDENCE_MAX = 400
+EVIDENCE_PER_KEY = DEFAULT_EVIDENCE_PER_KEY  # defaults of EngineOptions.evidence_per_key / evidence_max
+EVIDENCE_MAX = DEFAULT_EVIDENCE_MAX
 
 
 class ReportPhase:
@@ -487,9 +488,10 @@ class ReportPhase:
             info = reg.info(d.root_symptom)
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
                     "blame": info.blame, "action": info.action,
-                    "evidence": [e.to_evidence() for e in root_events[:EVIDENCE_PER_KEY]]}
+                    "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
         confidence, alternatives = assess(d, remaining, reg)
-        evidence, dropped = _evidence(events, reg)
+        evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,
+                                      state.engine.options.evidence_max)
         result: dict[str, Any] = {
             "job_id": state.job.id,
             "outcome": d.outcome,
@@ -514,8 +516,10 @@ class ReportPhase:
         return result
 
 
-def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; a few per (symptom, node)."""
+def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
+              most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
+    """Bad events first (by rank), then interesting ones; a few per (symptom, node)
+    (`per_key`), `most` in all (EngineOptions.evidence_per_key / evidence_max)."""
     ordered = sorted(events, key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
     per: dict[tuple, int] = {}
     out = []
@@ -523,7 +527,7 @@ def _evidence(events: list[Event], reg: SymptomRegistry) -> tuple[list[dict[str,
     for e in ordered:
         key = (e.event_type, e.symptom, e.node)
         per[key] = per.get(key, 0) + 1
-        if per[key] > EVIDENCE_PER_KEY or len(out) >= EVIDENCE_MAX:
+        if per[key] > per_key or len(out) >= most:
             dropped += 1
             continue
         out.append(e.to_evidence())

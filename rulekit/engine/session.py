@@ -18,7 +18,6 @@ from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
 from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import (
-    REPEAT_CAP,
     AttributionState,
     CollectionPhase,
     ExtractionPhase,
@@ -36,13 +35,16 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int = REPEAT_CAP):
+                 context: str | None = None, repeat_cap: int | None = None):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
-        self.manager = manager or EventManager(engine.rule_names())
+        opts = engine.options  # rulekit.config.EngineOptions, given to the engine at the edge
+        self.manager = manager or EventManager(engine.rule_names(), buffer_size=opts.buffer_size,
+                                               spill_threshold=opts.spill_rows, spill_bytes=opts.spill_bytes)
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
-        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job, repeat_cap)
+        self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job,
+                                           opts.repeat_cap if repeat_cap is None else repeat_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []

@@ -27,6 +27,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
 
 SCHEMA = """
@@ -80,7 +81,7 @@ _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own column
 
 _BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
 MAX_DATUM = 4096  # characters of the source line kept on an event
-SPILL_BYTES = 32 << 20  # an in-memory database larger than this moves to a private file
+SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory database larger than this moves to a private file
 
 
 @dataclass(slots=True)
@@ -137,8 +138,8 @@ class TraceEntry:
 class EventManager:
     """Owns the SQLite connection shared by every job context in one process."""
 
-    def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = 2000,
-                 spill_threshold: int = 250_000, spill_bytes: int = SPILL_BYTES):
+    def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = DEFAULT_BUFFER_SIZE,
+                 spill_threshold: int = DEFAULT_SPILL_ROWS, spill_bytes: int = SPILL_BYTES):
         self.path = path
         self._private_dir: str | None = None
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)

@@ -40,12 +40,13 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Sequence
+from typing import Any, Sequence
 
 import ahocorasick_rs
 
 from rulekit.extract import literals as L
 from rulekit.extract.superset import raw_gate_form, superset_of
+from rulekit.extract.diskcache import _ENV as _FROM_ENV
 from rulekit.extract.regex import MAX_MEM, compile_big, compile_pattern
 
 try:  # optional extra: pip install rulekit[hyperscan]
@@ -107,7 +108,10 @@ class _Gate:
 class Accelerator:
     """Exact fast multi-pattern scanner; see the module docstring."""
 
-    def __init__(self, patterns: Sequence[str], sample: bytes | None = None, backend: str = "auto"):
+    def __init__(self, patterns: Sequence[str], sample: bytes | None = None, backend: str = "auto",
+                 cache_dir: Any = _FROM_ENV):
+        # cache_dir: the folder of the on-disk caches (EngineOptions.cache_dir; None: off); default: the environment's
+        self._cache_dir = cache_dir
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; use one of {BACKENDS}")
         if backend == "hyperscan" and _hs is None:
@@ -125,7 +129,7 @@ class Accelerator:
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
 
         n = len(self.patterns)
-        all_factors, choices, supersets = _derive(self.patterns, sample)
+        all_factors, choices, supersets = _derive(self.patterns, sample, cache_dir)
         self._analysis: list[PatternAnalysis] = []
         for i in range(n):
             ch, ss = choices[i], supersets[i]
@@ -216,7 +220,7 @@ class Accelerator:
             mid = len(idx) // 2
             return accepted(idx[:mid]) + accepted(idx[mid:])
 
-        cache = _hs_cache_path(exprs, flags)
+        cache = _hs_cache_path(exprs, flags, self._cache_dir)
         db = _hs_cache_load(cache)
         if db is not None:
             ok = [int(j) for j in db[1]]
@@ -387,13 +391,15 @@ class Accelerator:
             cands.add(rid)
 
 
-def _hs_cache_path(exprs, flags):
+def _hs_cache_path(exprs, flags, base: Any = _FROM_ENV):
     """Where a compiled Hyperscan database for these expressions is cached: the
     user's cache folder (XDG_CACHE_HOME or ~/.cache), never the package folder.
-    RULEKIT_CACHE_DIR overrides it; an empty value disables the cache."""
+    RULEKIT_CACHE_DIR overrides it; an empty value disables the cache.  `base`: the
+    folder the engine options name (None: off); default: the environment's."""
     from rulekit.extract.diskcache import cache_dir
 
-    base = cache_dir()
+    if base is _FROM_ENV:
+        base = cache_dir()
     if base is None:
         return None
     h = hashlib.sha256()
@@ -451,7 +457,7 @@ class _Lazy:
         return v
 
 
-def _derive(patterns: list[str], sample: bytes) -> tuple[list, list, list]:
+def _derive(patterns: list[str], sample: bytes, base: Any = _FROM_ENV) -> tuple[list, list, list]:
     """(literal factors, chosen keys, gate supersets) per pattern: pure functions
     of the patterns and the sample, cached on disk (`rulekit.extract.diskcache`)
     because deriving them is most of a cold start."""
@@ -459,13 +465,13 @@ def _derive(patterns: list[str], sample: bytes) -> tuple[list, list, list]:
 
     key = cache.make_key(cache.code_fingerprint(),
                          hashlib.sha256(sample).hexdigest(), "\0".join(patterns))
-    got = cache.load("scan", key)
+    got = cache.load("scan", key, base)
     if isinstance(got, tuple) and len(got) == 3 and all(len(x) == len(patterns) for x in got):
         return got
     all_factors = [L.factors_of(p) for p in patterns]
     choices = L.choose_keys(all_factors, sample)
     supersets = [superset_of(p, ch.factor) for p, ch in zip(patterns, choices)]
-    cache.store("scan", key, (all_factors, choices, supersets))
+    cache.store("scan", key, (all_factors, choices, supersets), base)
     return all_factors, choices, supersets
 
 
@@ -487,5 +493,8 @@ def _compile_gate(branches: list[str]):
 
 
 def forced_backend() -> str:
-    """Backend forced by RULEKIT_SCANNER (naive|re2|hyperscan|auto), default auto."""
-    return os.environ.get("RULEKIT_SCANNER", "auto").strip().lower() or "auto"
+    """Backend forced by RULEKIT_SCANNER (naive|re2|hyperscan|auto), default auto
+    (`EngineOptions.scanner`; an engine passes its own)."""
+    from rulekit.config import EngineOptions
+
+    return EngineOptions.from_env().scanner

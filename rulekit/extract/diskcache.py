@@ -12,7 +12,9 @@ before unpickling and returns None on any mismatch or error (the caller
 rebuilds and stores again): never trusted, never fatal.  Writes go to a
 private temporary file renamed over the entry (atomic: concurrent writers of
 the same key both write complete, equal files).  Only a few newest entries of
-each kind are kept.  Imports nothing of rulekit: every group above may use it.
+each kind are kept.  The folder comes from `rulekit.config` (`EngineOptions.cache_dir`,
+passed as `base`; without it, what the environment says).  Imports nothing of rulekit
+but that core module: every group above may use it.
 """
 from __future__ import annotations
 
@@ -27,12 +29,14 @@ MAGIC = b"rulekit-cache-1"
 KEEP_PER_KIND = 8
 
 
+_ENV: Any = object()  # `base` not given: the folder the environment names
+
+
 def cache_dir() -> Path | None:
-    """The cache folder (not created here), or None when disabled."""
-    base = os.environ.get("RULEKIT_CACHE_DIR")
-    if base is None:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rulekit")
-    return Path(base) if base else None
+    """The cache folder the environment names (not created here), or None when disabled."""
+    from rulekit.config import default_cache_dir
+
+    return default_cache_dir()
 
 
 _CODE: str | None = None
@@ -67,14 +71,15 @@ def make_key(*parts: bytes | str) -> str:
     return h.hexdigest()[:40]
 
 
-def _path(kind: str, key: str) -> Path | None:
-    d = cache_dir()
-    return d / f"{kind}-{key}.pkl" if d is not None else None
+def _path(kind: str, key: str, base: Any = _ENV) -> Path | None:
+    d = cache_dir() if base is _ENV else base
+    return Path(d) / f"{kind}-{key}.pkl" if d is not None else None
 
 
-def load(kind: str, key: str) -> Any | None:
-    """The cached body for (kind, key), or None (absent, disabled, corrupt, foreign)."""
-    path = _path(kind, key)
+def load(kind: str, key: str, base: Any = _ENV) -> Any | None:
+    """The cached body for (kind, key), or None (absent, disabled, corrupt, foreign).
+    `base`: the cache folder (None: disabled); default: the environment's."""
+    path = _path(kind, key, base)
     if path is None:
         return None
     try:
@@ -92,10 +97,10 @@ def load(kind: str, key: str) -> Any | None:
         return None
 
 
-def store(kind: str, key: str, value: Any) -> bool:
+def store(kind: str, key: str, value: Any, base: Any = _ENV) -> bool:
     """Write an entry atomically; False when the cache is disabled or unwritable
-    (the cache is an optimisation: failures are silent)."""
-    path = _path(kind, key)
+    (the cache is an optimisation: failures are silent).  `base` as for `load`."""
+    path = _path(kind, key, base)
     if path is None:
         return False
     try:

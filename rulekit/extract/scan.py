@@ -10,7 +10,7 @@ reading the stream it is given.
 """
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator, Protocol, Sequence
+from typing import Any, BinaryIO, Iterator, Protocol, Sequence
 
 from rulekit.extract.regex import compile_pattern
 
@@ -74,15 +74,17 @@ class NaiveScanner:
         return hits
 
 
-def make_scanner(patterns: Sequence[str], sample: bytes | None = None, backend: str | None = None) -> Scanner:
+def make_scanner(patterns: Sequence[str], sample: bytes | None = None, backend: str | None = None,
+                 **accel: Any) -> Scanner:
     """The scanner extraction uses: the acceleration structure (rulekit.extract.accel).
 
     `backend` (default: the RULEKIT_SCANNER environment variable, else "auto")
     forces an implementation for tests and benchmarks: "naive", "re2",
-    "hyperscan" or "auto" (Hyperscan when installed, else pyre2 + Aho-Corasick)."""
+    "hyperscan" or "auto" (Hyperscan when installed, else pyre2 + Aho-Corasick).
+    `accel` goes to the Accelerator (`cache_dir`: the engine options' cache folder)."""
     from rulekit.extract.accel import Accelerator, forced_backend
 
     choice = (backend or forced_backend()).lower()
     if choice == "naive":
         return NaiveScanner(patterns)
-    return Accelerator(patterns, sample=sample, backend=choice)
+    return Accelerator(patterns, sample=sample, backend=choice, **accel)

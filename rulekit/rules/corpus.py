@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from rulekit.config import GlobalConfig
+from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.rules.model import (
     AccumulatorRule,
     CollectorRule,
@@ -35,10 +35,13 @@ class ScanPlan:
 
 
 class RuleEngine:
-    def __init__(self, ruleset: RuleSet, registry: SymptomRegistry, config: GlobalConfig | None = None):
+    def __init__(self, ruleset: RuleSet, registry: SymptomRegistry, config: GlobalConfig | None = None,
+                 options: EngineOptions | None = None):
         self.ruleset = ruleset
         self.registry = registry
         self.config = config or GlobalConfig()
+        # how it runs (scanner, caches, store sizes, caps): given by the edge, else the environment's
+        self.options = options or EngineOptions.from_env()
         rules = list(ruleset.rules)
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.by_name: dict[str, Rule] = {r.name: r for r in rules}
@@ -74,7 +77,8 @@ class RuleEngine:
         (source, format) only drops the hits of rules whose filters exclude it."""
         if self._all is None:
             rules = (*self.extractors, *self.accumulators)
-            self._all = ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+            self._all = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
+                                             cache_dir=self.options.cache_dir), tuple(rules))
         allowed = frozenset(i for i, r in enumerate(self._all.rules) if applies(r, source, fmt))
         if len(allowed) == len(self._all.rules):
             return self._all
@@ -86,7 +90,8 @@ class RuleEngine:
         key = tuple(r.name for r in rules)
         plan = self._rule_plans.get(key)
         if plan is None:
-            plan = ScanPlan(make_scanner([r.match_re for r in rules]), tuple(rules))
+            plan = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
+                                             cache_dir=self.options.cache_dir), tuple(rules))
             with self._lock:
                 self._rule_plans[key] = plan
         return plan

@@ -30,9 +30,10 @@ class CorpusCache:
     tomls: dict[str, Any] = field(default_factory=dict)  # .toml path -> (RuleSet, [Diagnostic])
     diagnostics: list | None = None  # set on a hit: what validation said last time
     hit: bool = False
+    base: Path | None = None  # the cache folder
 
     def store(self, diagnostics: list) -> None:
-        cache.store(KIND, self.key, {"asts": self.asts, "tomls": self.tomls, "diagnostics": diagnostics})
+        cache.store(KIND, self.key, {"asts": self.asts, "tomls": self.tomls, "diagnostics": diagnostics}, self.base)
 
 
 def corpus_files(paths: Sequence[Path]) -> list[Path]:
@@ -46,9 +47,10 @@ def corpus_files(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def open_cache(paths: Sequence[Path]) -> CorpusCache | None:
-    """The cache entry for these rule paths (hit or empty), None when caching is off."""
-    if cache.cache_dir() is None:
+def open_cache(paths: Sequence[Path], base: Path | None) -> CorpusCache | None:
+    """The cache entry for these rule paths in the cache folder `base` (hit or empty),
+    None when caching is off (`base` None: `EngineOptions.cache_dir`)."""
+    if base is None:
         return None
     parts: list[bytes | str] = [cache.code_fingerprint()]
     for f in corpus_files(paths):
@@ -59,8 +61,8 @@ def open_cache(paths: Sequence[Path]) -> CorpusCache | None:
         parts += [str(f), str(f.resolve()), data]  # as given too: diagnostics' spans name files so
     parts += [str(p) for p in paths]
     key = cache.make_key(*parts)
-    got = cache.load(KIND, key)
+    got = cache.load(KIND, key, base)
     if (isinstance(got, dict) and isinstance(got.get("asts"), dict) and isinstance(got.get("tomls"), dict)
             and isinstance(got.get("diagnostics"), list)):
-        return CorpusCache(key, got["asts"], got["tomls"], got["diagnostics"], hit=True)
-    return CorpusCache(key)
+        return CorpusCache(key, got["asts"], got["tomls"], got["diagnostics"], hit=True, base=base)
+    return CorpusCache(key, base=base)

@@ -20,9 +20,9 @@ import types
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
-from rulekit.config import GlobalConfig
+from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors, split_lines
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.corpus_cache import CorpusCache, open_cache
@@ -154,8 +154,8 @@ class _CollectorType:
 def _static(template: str, rule: ExtractorRule) -> str:
     """Render the placeholders a catalog entry fixes at load time (its lookup fields and key)."""
     values = dict(rule.lookup)
-    if rule.origin and rule.origin.startswith("catalog:") and "[" in rule.name:
-        key_val = rule.name[rule.name.index("[") + 1 : -1]
+    key_val = rule.catalog_key
+    if key_val is not None:
         m = re.search(r"\(\?P<(\w+)>" + re.escape(re.escape(key_val)) + r"\)", rule.match_re)
         if m:
             values[m.group(1)] = key_val
@@ -171,6 +171,10 @@ class _Validator:
     diags: list[Diagnostic] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
     used_prefixes: set[str] = field(default_factory=set)
+    plugin_files: dict[str, str] = field(default_factory=dict)  # path -> source of each `.py` rule file
+    plugin_texts: list[str] = field(default_factory=list)  # sources that keep a symptom "used" (RK205)
+    symptoms: dict[str, object] = field(default_factory=dict)  # first registration of each name (`symptoms`)
+    rules: dict[str, object] = field(default_factory=dict)  # first definition of each rule name (`rules`)
 
     def add(self, code: str, msg: str, span: Span | None, related: Sequence[Related] = (), **data) -> None:
         self.diags.append(Diagnostic(code, msg, span, related=tuple(related), data=data))
@@ -216,58 +220,134 @@ def _check_blame(v: "_Validator", what: str, blame: str | None, action: str | No
         v.add("RK110", f"{what} has action `{action}`; use one of {', '.join(ACTIONS)}", span, **kw)
 
 
-def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable[str] = ()) -> list[Diagnostic]:
-    """Every cross-file problem of a corpus, in one pass."""
-    v = _Validator(ruleset, registry)
-    # symptoms: outcomes, duplicates, alias conflicts
-    seen: dict[str, object] = {}
-    for s in ruleset.symptoms:
+# ---- the corpus-wide checks, in the order they run -------------------------------------------
+# Each takes the validator (the corpus, its registry, the plugin sources) and adds its findings.
+# CORPUS_CHECKS run first (the per-rule validators of RULE_TYPES run inside `rules`); the FINALIZE
+# steps need what those recorded (the symptoms every rule uses) or the whole corpus at once.
+
+def _check_symptoms(v: "_Validator") -> None:
+    """RK106 outcome, RK110 blame/action, RK202 registered twice."""
+    for s in v.ruleset.symptoms:
         if s.outcome not in OUTCOMES:
             v.add("RK106", f"symptom `{s.name}` has outcome `{s.outcome}`; use one of {', '.join(OUTCOMES)}", s.span,
                   symptom=s.name)
         _check_blame(v, f"symptom `{s.name}`", s.blame, s.action, s.span, symptom=s.name)
-        prev = seen.get(s.name)
+        prev = v.symptoms.get(s.name)
         if prev is not None:
             v.add("RK202", f"symptom `{s.name}` is registered twice", s.span,
                   [Related(prev.span, "first registered here")] if prev.span else [], symptom=s.name)  # type: ignore[attr-defined]
         else:
-            seen[s.name] = s
-    for s in ruleset.symptoms:
+            v.symptoms[s.name] = s
+
+
+def _check_aliases(v: "_Validator") -> None:
+    """RK207: an alias that is another symptom's name."""
+    seen = v.symptoms
+    for s in v.ruleset.symptoms:
         for a in s.aliases:
             if a in seen and a != s.name:
                 v.add("RK207", f"alias `{a}` of symptom `{s.name}` is also the name of a symptom", s.span,
                       [Related(seen[a].span, "registered here")] if seen[a].span else [], symptom=s.name)  # type: ignore[attr-defined]
-    for s in seen.values():
-        if registry.info(s.name).blame is None:  # type: ignore[attr-defined]
+
+
+def _check_missing_blame(v: "_Validator") -> None:
+    """RK208: a symptom whose blame resolves to nothing."""
+    for s in v.symptoms.values():
+        if v.registry.info(s.name).blame is None:  # type: ignore[attr-defined]
             v.add("RK208", f"symptom `{s.name}` has no blame: set `blame` on it or on an outcome rule "  # type: ignore[attr-defined]
                   f"whose prefix it has ({', '.join(BLAMES)})", s.span, symptom=s.name)  # type: ignore[attr-defined]
-    for r in ruleset.outcome_rules:
+
+
+def _check_outcome_rules(v: "_Validator") -> None:
+    """RK106 / RK110 on `[[outcome_rule]]` prefixes."""
+    for r in v.ruleset.outcome_rules:
         if r.outcome is not None and r.outcome not in OUTCOMES:
             v.add("RK106", f"outcome rule `{r.prefix}` has outcome `{r.outcome}`; use one of {', '.join(OUTCOMES)}", r.span)
         _check_blame(v, f"outcome rule `{r.prefix}`", r.blame, r.action, r.span)
-    # rules: unique names, per-type checks, dependencies
-    first: dict[str, object] = {}
-    for rule in ruleset.rules:
-        prev = first.get(rule.name)
+
+
+def _check_rules(v: "_Validator") -> None:
+    """RK201 names defined twice; then each rule's own validator (RULE_TYPES)."""
+    for rule in v.ruleset.rules:
+        prev = v.rules.get(rule.name)
         if prev is not None:
             v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span})", rule.span,  # type: ignore[attr-defined]
                   [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
             continue
-        first[rule.name] = rule
+        v.rules[rule.name] = rule
         RULE_TYPES[rule.kind.value].validate(rule, v)
-    for rule in ruleset.rules:
+
+
+def _check_dependencies(v: "_Validator") -> None:
+    """RK204: `requires` naming no rule."""
+    for rule in v.ruleset.rules:
         for dep in rule.requires:
-            if dep not in first:
+            if dep not in v.rules:
                 v.add("RK204", f"`{rule.name}` requires `{dep}`, which is not defined", rule.span, rule=rule.name,
                       missing=dep)
-    # unused symptoms (warning): not emitted, not named by a rule, not mentioned in plugin code
-    code_text = "\n".join(plugin_texts)
-    for s in ruleset.symptoms:
+
+
+def _finalize_unused_symptoms(v: "_Validator") -> None:
+    """RK205 (warning): not emitted, not named by a rule, not mentioned in plugin code."""
+    code_text = "\n".join(v.plugin_texts)
+    for s in v.ruleset.symptoms:
         if s.name in v.used or any(s.name.startswith(p) for p in v.used_prefixes if p):
             continue
         if s.name in code_text or any(a in code_text for a in s.aliases):
             continue
         v.add("RK205", f"symptom `{s.name}` is registered but no rule emits it", s.span, symptom=s.name)
+
+
+def _finalize_plugin_literals(v: "_Validator") -> None:
+    """RK209: misspelt symptom names in plugin string literals."""
+    v.diags.extend(plugin_literal_diagnostics(v.plugin_files, v.registry))
+
+
+def _finalize_dsl_references(v: "_Validator") -> None:
+    """RK206: DSL rules naming Python plugin rules (`uses python X`) that no file defines."""
+    if any(getattr(r, "decl", None) is not None for r in v.ruleset.rules):
+        from rulekit.rules import dsl
+
+        v.diags.extend(dsl.check_references(v.ruleset, set(r.name for r in v.ruleset.rules)))
+
+
+CorpusCheck = Callable[["_Validator"], None]
+CORPUS_CHECKS: tuple[tuple[str, CorpusCheck], ...] = (
+    ("symptoms", _check_symptoms),
+    ("aliases", _check_aliases),
+    ("missing-blame", _check_missing_blame),
+    ("outcome-rules", _check_outcome_rules),
+    ("rules", _check_rules),
+    ("dependencies", _check_dependencies),
+)
+FINALIZE: tuple[tuple[str, CorpusCheck], ...] = (
+    ("unused-symptoms", _finalize_unused_symptoms),
+    ("plugin-literals", _finalize_plugin_literals),
+    ("dsl-references", _finalize_dsl_references),
+)
+
+
+def check_corpus(ruleset: RuleSet, registry: SymptomRegistry, plugin_files: Mapping[str, str] | None = None,
+                 plugin_texts: Iterable[str] | None = None) -> list[Diagnostic]:
+    """Every cross-file problem of a corpus: CORPUS_CHECKS, then FINALIZE, in order.
+
+    plugin_files: path -> source of each `.py` rule file; plugin_texts: the sources whose
+    mentions keep a symptom "used" (default: those of plugin_files; the language server
+    passes the text it last executed)."""
+    files = dict(plugin_files or {})
+    v = _Validator(ruleset, registry, plugin_files=files,
+                   plugin_texts=list(files.values()) if plugin_texts is None else list(plugin_texts))
+    for _name, step in CORPUS_CHECKS + FINALIZE:
+        step(v)
+    return v.diags
+
+
+def validate(ruleset: RuleSet, registry: SymptomRegistry, plugin_texts: Iterable[str] = ()) -> list[Diagnostic]:
+    """CORPUS_CHECKS and the unused-symptom step only (no plugin literals, no DSL
+    references): what the language server called before `check_corpus` existed."""
+    v = _Validator(ruleset, registry, plugin_texts=list(plugin_texts))
+    for _name, step in CORPUS_CHECKS + FINALIZE[:1]:
+        step(v)
     return v.diags
 
 
@@ -286,13 +366,65 @@ class LoadResult:
         return self.engine is not None
 
 
+# ---- reading and parsing one file (public: the language server calls these too) ---------------
+
+def read_rule_file(f: Path) -> tuple[str | None, Diagnostic | None]:
+    """The text of one rule (or job-test) file, or the RK001 that says why it cannot be read."""
+    try:
+        return f.read_bytes().decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return None, Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})", Span(str(f), 1, 1))
+    except OSError as e:
+        return None, Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}", Span(str(f), 1, 1))
+
+
+@dataclass
+class ParsedFile:
+    """One declarative file parsed by its front-end: its rules (or job tests), its own
+    diagnostics, and for a `.rule` file the DSL syntax tree (`module`)."""
+    ruleset: RuleSet
+    diagnostics: list[Diagnostic]
+    module: object | None = None
+
+
+def parse_rule_text(text: str, path: str, cache: CorpusCache | None = None) -> ParsedFile:
+    """Parse one `*.toml`, `*.test.toml` or `*.rule` file's text as the loader does
+    (a `.rule` declaration with a syntax error keeps none of its semantic complaints).
+    `cache`: the compiled-corpus cache, read and filled for TOML and DSL parses.
+    Python plugins are executed, not parsed: see `load_plugin`."""
+    if path.endswith(".test.toml"):
+        cases, diags = parse_job_tests(text, path)
+        return ParsedFile(RuleSet(job_tests=list(cases)), diags)
+    if path.endswith(".toml"):
+        parsed = cache.tomls.get(path) if cache is not None else None
+        if parsed is None:
+            parsed = parse_rules(text, path)
+            if cache is not None:
+                cache.tomls[path] = parsed
+        return ParsedFile(parsed[0], parsed[1])
+    if path.endswith(".rule"):
+        from rulekit.rules import dsl
+
+        ast_ = cache.asts.get(path) if cache is not None else None
+        if ast_ is None:
+            ast_ = dsl.parse_ast(text, path)
+            if cache is not None:
+                cache.asts[path] = ast_
+        rs, diags = dsl.compile_parsed(ast_[0], ast_[1], path)
+        return ParsedFile(rs, diags, ast_[0])
+    raise ValueError(f"{path}: not a declarative rule file (*.toml, *.test.toml, *.rule)")
+
+
 class RuleLoader:
     """One loading pass over one or more rule folders (or single rule files)."""
 
     def __init__(self, config: GlobalConfig | None = None, overlay: dict[str, str] | None = None,
-                 plugin_timeout: float | None = None, use_cache: bool | None = None):
+                 plugin_timeout: float | None = None, use_cache: bool | None = None,
+                 options: EngineOptions | None = None):
         self.config = config or GlobalConfig()
-        self.plugin_timeout = sandbox.plugin_timeout(plugin_timeout)
+        self.options = options or EngineOptions.from_env()
+        self.plugin_timeout = plugin_timeout if plugin_timeout is not None and plugin_timeout > 0 \
+            else self.options.plugin_timeout
         self._verdicts: dict[str, sandbox.Verdict] = {}
         # the compiled-corpus cache (rulekit.rules.corpus_cache); off for editor overlays
         self.use_cache = not overlay if use_cache is None else use_cache
@@ -303,7 +435,6 @@ class RuleLoader:
         self.diagnostics: list[Diagnostic] = []
         self.files: list[Path] = []
         self.texts: dict[str, str] = {}
-        self._plugin_texts: list[str] = []
         self._plugin_files: dict[str, str] = {}
         self._packages: dict[Path, str] = {}
         assert {"extractor", "accumulator", "filter", "refiner", "collector"} <= set(RULE_TYPES)
@@ -312,7 +443,7 @@ class RuleLoader:
     def load_all(self, paths: Sequence[str | Path] | None = None) -> "RuleLoader":
         roots = [Path(p) for p in (paths or [bundled_rules_path()])]
         if self.use_cache:
-            self._cache = open_cache(roots)
+            self._cache = open_cache(roots, self.options.cache_dir)
         for p in roots:
             self._load_path(p)
         return self
@@ -358,15 +489,11 @@ class RuleLoader:
         if over is not None:
             self.texts[str(f)] = over
             return over
-        try:
-            text = f.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as e:
-            self.diagnostics.append(Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})", Span(str(f), 1, 1)))
+        text, problem = read_rule_file(f)
+        if problem is not None:
+            self.diagnostics.append(problem)
             return None
-        except OSError as e:
-            self.diagnostics.append(Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}", Span(str(f), 1, 1)))
-            return None
-        self.texts[str(f)] = text
+        self.texts[str(f)] = text  # type: ignore[assignment]
         return text
 
     def _load_file(self, f: Path, folder: Path) -> None:
@@ -377,46 +504,26 @@ class RuleLoader:
         if text is None:
             return
         self.files.append(f)
-        if f.suffix == ".toml":
-            rs, diags = self._parse_toml(text, str(f))
-        elif f.suffix == ".rule":
-            rs, diags = self._parse_dsl(text, str(f))
+        if f.suffix in (".toml", ".rule"):
+            parsed = parse_rule_text(text, str(f), self._cache)
+            rs, diags = parsed.ruleset, parsed.diagnostics
         elif f.suffix == ".py":
             if folder not in self._packages:
                 self._packages[folder] = _package_for(folder)
             rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)))
-            self._plugin_texts.append(text)
             self._plugin_files[str(f)] = text
         else:
             return
         self.ruleset.extend(rs)
         self.diagnostics.extend(diags)
 
-    def _parse_toml(self, text: str, path: str):
-        parsed = self._cache.tomls.get(path) if self._cache is not None else None
-        if parsed is None:
-            parsed = parse_rules(text, path)
-            if self._cache is not None:
-                self._cache.tomls[path] = parsed
-        return parsed
-
-    def _parse_dsl(self, text: str, path: str):
-        from rulekit.rules import dsl
-
-        parsed = self._cache.asts.get(path) if self._cache is not None else None
-        if parsed is None:
-            parsed = dsl.parse_ast(text, path)
-            if self._cache is not None:
-                self._cache.asts[path] = parsed
-        return dsl.compile_parsed(parsed[0], parsed[1], path)
-
     def _load_job_tests(self, f: Path) -> None:
         text = self._read(f)
         if text is None:
             return
-        cases, diags = parse_job_tests(text, str(f))
-        self.ruleset.job_tests.extend(cases)
-        self.diagnostics.extend(diags)
+        p = parse_rule_text(text, str(f))
+        self.ruleset.job_tests.extend(p.ruleset.job_tests)
+        self.diagnostics.extend(p.diagnostics)
 
     def registry(self) -> SymptomRegistry:
         return SymptomRegistry(self.ruleset.symptoms, self.ruleset.outcome_rules)
@@ -436,13 +543,7 @@ class RuleLoader:
             # the same files and code as when these were computed: validation's verdict holds
             self.diagnostics = list(self._cache.diagnostics or [])
         else:
-            self.diagnostics.extend(validate(self.ruleset, registry, self._plugin_texts))
-            self.diagnostics.extend(plugin_literal_diagnostics(self._plugin_files, registry))
-            if any(getattr(r, "decl", None) is not None for r in self.ruleset.rules):
-                # DSL rules may name Python plugin rules (`uses python X`): checked once every file is loaded
-                from rulekit.rules import dsl
-
-                self.diagnostics.extend(dsl.check_references(self.ruleset, set(r.name for r in self.ruleset.rules)))
+            self.diagnostics.extend(check_corpus(self.ruleset, registry, self._plugin_files))
             self.diagnostics = hold_back_follow_ons(apply_suppressions(self.diagnostics, self.texts), self.texts)
             if self._cache is not None:
                 self._cache.store(self.diagnostics)
@@ -450,7 +551,7 @@ class RuleLoader:
             if strict:
                 raise RulekitError([d for d in self.diagnostics if d.severity is Severity.ERROR])
             return None
-        return RuleEngine(self.ruleset, registry, self.config)
+        return RuleEngine(self.ruleset, registry, self.config, self.options)
 
 
 _PLUGIN_CODES = frozenset({"RK004", "RK006", "RK007"})
@@ -461,12 +562,14 @@ def is_rule_file(f: Path) -> bool:
 
 
 def load_corpus(paths: Sequence[str | Path] | None = None, config: GlobalConfig | None = None,
-                overlay: dict[str, str] | None = None, plugin_timeout: float | None = None) -> LoadResult:
+                overlay: dict[str, str] | None = None, plugin_timeout: float | None = None,
+                options: EngineOptions | None = None) -> LoadResult:
     """Load and validate a corpus, collecting every problem (never raises on user input).
 
     overlay: path -> text of unsaved buffers (the language server), read instead of disk.
-    plugin_timeout: seconds each Python plugin's import may take (default: sandbox.plugin_timeout())."""
-    loader = RuleLoader(config, overlay, plugin_timeout).load_all(paths)
+    plugin_timeout: seconds each Python plugin's import may take (default: options.plugin_timeout).
+    options: the engine options (default: `EngineOptions.from_env()`); the engine keeps them."""
+    loader = RuleLoader(config, overlay, plugin_timeout, options=options).load_all(paths)
     engine = loader.build(strict=False)
     diags = sorted(loader.diagnostics, key=Diagnostic.sort_key)
     return LoadResult(engine, diags, loader.ruleset, loader.files, loader.texts)

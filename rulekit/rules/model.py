@@ -143,10 +143,13 @@ class ExtractorRule:
     formats: tuple[str, ...] = ()  # empty: every format
     requires: tuple[str, ...] = ()
     tests: tuple[LineTest, ...] = ()
-    origin: str | None = None  # "family:NAME" / "catalog:NAME[key]" for expanded rules
+    origin: str | None = None  # "family:NAME" / "catalog:NAME" for expanded rules (the entry key: catalog_key)
     lookup: tuple[tuple[str, str], ...] = ()  # catalog entry fields merged into captures
     docs: str = ""
     kind: RuleKind = RuleKind.EXTRACTOR
+    # the entry key of a rule expanded from a catalog (`XID[79]` -> "79"), set by the front-end that
+    # expanded it; None for every other rule.  Never derive it from the name.
+    catalog_key: str | None = None
 
 
 class Accumulator:

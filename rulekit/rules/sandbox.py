@@ -51,15 +51,9 @@ def plugin_timeout(value: float | None = None) -> float:
     """The import time limit per plugin file, in seconds (> 0)."""
     if value is not None and value > 0:
         return float(value)
-    raw = os.environ.get(ENV_TIMEOUT, "").strip()
-    if raw:
-        try:
-            v = float(raw)
-            if v > 0:
-                return v
-        except ValueError:
-            pass
-    return DEFAULT_TIMEOUT
+    from rulekit.config import EngineOptions
+
+    return EngineOptions.from_env().plugin_timeout
 
 
 @dataclass(frozen=True)

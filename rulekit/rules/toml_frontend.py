@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from rulekit.diagnostics import Diagnostic, Span, split_lines
 from rulekit.rules.expand import expand_catalog_pattern, substitute_params
@@ -329,18 +329,7 @@ def _metric_rule(ctx: _Ctx, tbl: dict, reg: Region | None) -> MetricRule | None:
     labels = _labels(ctx, tbl.get("labels"), ctx.loc.key(reg, "labels"), what)
     tests = []
     regions = ctx.loc.tables("metric_rule.test", reg) if reg else []
-    raw_tests = tbl.get("test") or []
-    if isinstance(raw_tests, dict):
-        raw_tests = [raw_tests]
-    if not isinstance(raw_tests, list):
-        ctx.err("RK108", f"`test` in {what} must be an array of tables: write `[[metric_rule.test]]`", ctx.loc.key(reg, "test"))
-        raw_tests = []
-    for i, t in enumerate(raw_tests):
-        treg = regions[i] if i < len(regions) else None
-        tspan = ctx.loc.header(treg) if treg else ctx.loc.key(reg, "test")
-        if not isinstance(t, dict):
-            ctx.err("RK108", f"test case {i + 1} of {what} must be a table", tspan)
-            continue
+    for i, t, treg, tspan in _test_tables(ctx, tbl.get("test") or None, regions, reg, what, "metric_rule.test"):
         ctx.check_keys(t, METRIC_TEST_KEYS, treg, f"a test case of {what}")
         samples = _samples(ctx, t.get("samples"), ctx.loc.key(treg, "samples") if treg else tspan, f"test case {i + 1} of {what}")
         expect = t.get("expect", emit.type if emit else "interesting_node")
@@ -422,21 +411,30 @@ def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit")
                 fields=tuple((str(k), str(v)) for k, v in fields.items()), span=span)
 
 
-def _tests(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, what: str) -> tuple[LineTest, ...]:
+def _test_tables(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, what: str,
+                 header: str) -> Iterator[tuple[int, dict, Region | None, Span]]:
+    """The inline test tables of a rule (`[[extractor.test]]`, `[[metric_rule.test]]`, ...):
+    (index, table, its region, its span) for each; RK108 for a `test` that is not an array
+    of tables (`header` names the table to write) and for an entry that is not a table."""
     if raw is None:
-        return ()
+        return
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
-        ctx.err("RK108", f"`test` in {what} must be an array of tables: write `[[...test]]`", ctx.loc.key(parent, "test"))
-        return ()
-    out = []
+        ctx.err("RK108", f"`test` in {what} must be an array of tables: write `[[{header}]]`", ctx.loc.key(parent, "test"))
+        return
     for i, t in enumerate(raw):
         reg = regions[i] if i < len(regions) else None
         span = ctx.loc.header(reg) if reg else ctx.loc.key(parent, "test")
         if not isinstance(t, dict):
             ctx.err("RK108", f"test case {i + 1} of {what} must be a table", span)
             continue
+        yield i, t, reg, span
+
+
+def _tests(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, what: str) -> tuple[LineTest, ...]:
+    out = []
+    for i, t, reg, span in _test_tables(ctx, raw, regions, parent, what, "...test"):
         for k in t:
             if k not in TEST_KEYS:
                 ctx.err("RK101", f"unknown key `{k}` in a test case of {what}; known keys: {', '.join(sorted(TEST_KEYS))}",
@@ -602,7 +600,8 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
             name=ename, author=author,
             span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
             sources=sources, formats=formats, requires=requires, tests=(), origin=f"catalog:{cname}",
-            lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or "")))
+            lookup=tuple(sorted(lookup.items())), docs=str(entry.get("docs") or tbl.get("docs") or ""),
+            catalog_key=str(k)))
     # Catalog-level tests are kept on the first expanded rule; the test runner runs a
     # test of a catalog rule through every rule of that catalog (see rulekit.analysis.testing).
     if out and tests:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rulekit.diagnostics import Severity
+from rulekit.config import EngineOptions
 from rulekit.rules.loader import LoadResult, load_corpus
 from rulekit.analysis.testing import run_inline_tests, run_job_tests
 
@@ -31,7 +32,7 @@ class CorpusError(Exception):
 
 def load_service_corpus(rules: Sequence[str] | None) -> tuple[Any, str, LoadResult]:
     """(engine, corpus hash, load result) or CorpusError."""
-    load = load_corpus([Path(r) for r in rules] if rules else None)
+    load = load_corpus([Path(r) for r in rules] if rules else None, options=EngineOptions.from_env())
     if load.engine is None:
         raise CorpusError(load)
     return load.engine, corpus_hash(load), load
