@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import Iterable
 
 import rulekit.rules.loader as _loader
-from rulekit.rules import dsl
 from rulekit.diagnostics import Diagnostic, Span, has_errors
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import RuleSet
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.analysis.testing import TestResult, run_job_test, run_line_test
-from rulekit.rules.toml_frontend import parse_job_tests
 from rulekit_lsp.chunked import ChunkedToml
 from rulekit_lsp.scheduling import Cancellable
 from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
@@ -73,9 +71,8 @@ def read_rule_file(f: Path) -> tuple[str | None, list[Diagnostic]]:
     """A rule file's text as the loader reads it (UTF-8; its RK001 for unreadable or
     undecodable files): the loader's own reader, so the server and `rulekit check`
     cannot word or decide it differently."""
-    ld = _loader.RuleLoader(use_cache=False)
-    text = ld._read(f)  # private today: the loader's public reader replaces it when it lands
-    return text, list(ld.diagnostics)
+    text, problem = _loader.read_rule_file(f)
+    return text, [problem] if problem is not None else []
 
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
@@ -226,12 +223,9 @@ class Corpus:
             if st.chunks is None:
                 st.chunks = ChunkedToml(path)
             st.ruleset, st.diags = st.chunks.parse(text)  # = parse_rules(text, path), one table re-parsed
-        elif kind == "tests":
-            cases, st.diags = parse_job_tests(text, path)
-            st.ruleset = RuleSet(job_tests=list(cases))
-        elif kind == "rule":  # the loader's two steps (parse, compile), the AST kept for the editor
-            st.module, syn = dsl.parse_ast(text, path)
-            st.ruleset, st.diags = dsl.compile_parsed(st.module, syn, path)
+        elif kind in ("tests", "rule"):  # the loader's own parse (a .rule file's syntax tree kept for the editor)
+            parsed = _loader.parse_rule_text(text, path)
+            st.ruleset, st.diags, st.module = parsed.ruleset, parsed.diagnostics, parsed.module
         elif kind == "py":
             self._update_python(st, execute)
         st._occ = None
@@ -306,10 +300,10 @@ class Corpus:
             if st.kind == "py":
                 plugin_texts.append(st.executed_text if st.executed_text is not None else st.text)
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
-        diags.extend(_loader.validate(rs, registry, plugin_texts))
-        diags.extend(_loader.plugin_literal_diagnostics(
-            {p: st.text for p, st in self.files.items() if st.kind == "py"}, registry))
-        diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
+        # the loader's corpus-wide checks (CORPUS_CHECKS + FINALIZE); a plugin's mentions
+        # count with the text last executed, its literals with the text in the editor
+        diags.extend(_loader.check_corpus(rs, registry, {p: st.text for p, st in self.files.items() if st.kind == "py"},
+                                          plugin_texts))
         diags = _loader.hold_back_follow_ons(_loader.apply_suppressions(diags, texts), texts)
         rules: dict[str, object] = {}
         for r in rs.rules:
@@ -608,6 +602,7 @@ class LintJob:
     def run(self) -> list[Diagnostic] | None:
         """The lint's diagnostics; None when stopped (nothing to apply)."""
         try:
+            self.checkpoint()  # stopped before it started (a lint that memo hits finish may never check)
             return self._run()
         except LintStopped:
             return None
