@@ -23,7 +23,7 @@ def test_a_new_process_first_lint_reuses_the_memo_on_disk(tmp_path: Path, monkey
     monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndex())
     monkeypatch.setattr(lint_mod, "_saved_sizes", {})
     calls = []
-    for name in ("overlap", "contains", "shortest_line"):  # the exact searches
+    for name in ("overlap", "contains", "shortest_line", "compile_nfa"):  # the exact searches and their NFAs
         real = getattr(OV, name)
         monkeypatch.setattr(OV, name, lambda *a, _real=real, _n=name, **k: calls.append(_n) or _real(*a, **k))
 
@@ -44,7 +44,7 @@ def test_a_new_process_first_lint_reuses_the_memo_on_disk(tmp_path: Path, monkey
     assert lint_mod.load_memo() > 0
     calls.clear()
     assert lint() == first
-    assert calls == []  # every exact search came from the disk
+    assert calls == []  # every exact search came from the disk, and no NFA was built for one
 
 
 def test_a_corrupt_or_missing_memo_is_ignored(tmp_path: Path, monkeypatch):
