@@ -2,7 +2,7 @@
 `rg --no-unicode -c -f <the corpus's own extractor regexes>` on the same log.
 
     .venv/bin/python bench/attribute_vs_rg.py [--size-mb 32] [--rates realistic,0,0.1,1,5,20]
-        [--rss-sizes 16,64,256] [--many 6] [--many-size-mb 16] [--skip rss,many]
+        [--rss-sizes 16,64,256] [--many 6] [--many-size-mb 16] [--chunk-sizes 16,64,256] [--skip rss,many,chunks]
 
 Every figure comes from one run on this machine; ratios compare runs made side by
 side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
@@ -24,6 +24,12 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
 3. *Peak RSS* of `rulekit attribute` at several log sizes (the realistic log).
 4. *Many jobs*: `-j 2` against `-j 1` on --many job directories, best of 2
    interleaved rounds.
+5. *Chunk-parallel scan* of one log (realistic, --chunk-sizes MiB): unpinned,
+   the default (workers when the log is large enough and cores are free)
+   against `RULEKIT_SCAN_WORKERS=0` (serial), best of 2 interleaved rounds,
+   wall and CPU (workers included): where the wall-time gain starts is the
+   threshold `rulekit.extract.parallel.PARALLEL_MIN_BYTES` should have; 2W
+   forces two workers at every size.
 
 Job directories are built once and cached under bench/.data/ (git-ignored); a
 log larger than 256 MiB repeats its first 256 MiB (same evidence mix; faster).
@@ -128,12 +134,13 @@ def build_job(name: str, size_mb: float, rate_pct: float, keep_natural: bool, ma
 
 # ---- running -----------------------------------------------------------------------------
 
-def run_ru(cmd: list[str], pin: bool = True) -> dict:
+def run_ru(cmd: list[str], pin: bool = True, extra_env: dict | None = None) -> dict:
     """Run a command: wall and CPU seconds (its waited-for children included) and peak RSS (os.wait4)."""
     if pin and shutil.which("taskset"):
         cmd = ["taskset", "-c", "0", *cmd]
     # a user's settings: no RULEKIT_* variables, and bytecode caching on (as after a pip install)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(extra_env or {})
     # Peak RSS through GNU time: a child forked from this (large) process would report
     # this process's high-water mark as its own (Linux keeps it across exec).
     timing = DATA / f".time-{os.getpid()}"  # per benchmark process: two may run at once
@@ -159,8 +166,8 @@ def run_ru(cmd: list[str], pin: bool = True) -> dict:
     return {"wall": dt, "cpu": cpu, "rss": rss, "rc": p.returncode, "out": out, "err": err}
 
 
-def rulekit(*args: str, pin: bool = True) -> dict:
-    r = run_ru([str(RULEKIT), "attribute", "--format", "json", *args], pin=pin)
+def rulekit(*args: str, pin: bool = True, extra_env: dict | None = None) -> dict:
+    r = run_ru([str(RULEKIT), "attribute", "--format", "json", *args], pin=pin, extra_env=extra_env)
     if r["rc"] != 0:
         raise SystemExit(f"rulekit attribute failed ({r['rc']}): {r['err'][-1500:]}")
     return r
@@ -244,6 +251,31 @@ def section_many(args, material, report: dict) -> None:
     print(f"speed-up -j 2 vs -j 1 (best of 2): {best[1] / best[2]:.2f}x; results identical: {same}")
 
 
+def section_chunks(args, material, report: dict) -> None:
+    print("\n== chunk-parallel scan of one log (realistic, unpinned): default vs serial vs 2 workers ==")
+    print(f"{'log':>8} {'serial wall':>11} {'cpu':>6} {'default wall':>12} {'cpu':>6} {'2W wall':>8} {'cpu':>6} "
+          f"{'x serial (default)':>18}  same")
+    variants = (("serial", {"RULEKIT_SCAN_WORKERS": "0"}), ("default", {}), ("2W", {"RULEKIT_SCAN_WORKERS": "2"}))
+    for size in [float(s) for s in args.chunk_sizes.split(",")]:
+        job = build_job(f"realistic-{size:g}MiB", size, REALISTIC_INJECT * 100, True, material)
+        best: dict[str, dict] = {}
+        outs: dict[str, str] = {}
+        for _round in range(2):
+            for name, env in variants:
+                r = rulekit(str(job), pin=False, extra_env=env)
+                if name not in best or r["wall"] < best[name]["wall"]:
+                    best[name] = r
+                outs[name] = r["out"]
+        same = len({json.dumps(json.loads(o), sort_keys=True) for o in outs.values()}) == 1
+        row = {"size_mb": size, **{f"{n}_wall": best[n]["wall"] for n, _ in variants},
+               **{f"{n}_cpu": best[n]["cpu"] for n, _ in variants}, "identical": same}
+        report.setdefault("chunks", []).append(row)
+        print(f"{size:>5g}MiB {best['serial']['wall']:>10.2f}s {best['serial']['cpu']:>5.2f}s "
+              f"{best['default']['wall']:>11.2f}s {best['default']['cpu']:>5.2f}s {best['2W']['wall']:>7.2f}s "
+              f"{best['2W']['cpu']:>5.2f}s {best['serial']['wall'] / best['default']['wall']:>17.2f}x  {same}",
+              flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=float, default=32)
@@ -251,7 +283,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rss-sizes", default="16,64,256")
     ap.add_argument("--many", type=int, default=6)
     ap.add_argument("--many-size-mb", type=float, default=16)
-    ap.add_argument("--skip", default="", help="comma list of sections to skip: rates,warm,rss,many")
+    ap.add_argument("--chunk-sizes", default="16,64,256")
+    ap.add_argument("--skip", default="", help="comma list of sections to skip: rates,warm,rss,many,chunks")
     ap.add_argument("--json", type=Path, help="also write the numbers as JSON")
     ap.add_argument("--cli", type=Path, help="the rulekit executable to time (default: this venv's)")
     args = ap.parse_args(argv)
@@ -284,6 +317,8 @@ def main(argv=None) -> int:
         section_rss(args, material, report)
     if "many" not in skip:
         section_many(args, material, report)
+    if "chunks" not in skip:
+        section_chunks(args, material, report)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f} (wall times are only comparable on an idle machine)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

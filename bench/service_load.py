@@ -8,9 +8,12 @@ default settings, and measures:
    (both must be 0).
 2. CPU-bound throughput (requests/s) at --workers 1 and --workers 2 on the same
    requests, same concurrency, in alternating rounds of this run: the ratio
-   (target >= 1.7x), the server's CPU parallelism (CPU seconds per second), and
-   the ceiling the machine gives right now (two spinning processes vs one): on
-   a shared machine the ceiling, not the Service, can be what limits the ratio.
+   (target >= 1.7x; the median of the rounds' ratios, each round's two runs
+   seeing the same load), the server's CPU parallelism (CPU seconds per second;
+   for 1 worker also one request at a time, and split by thread: the event
+   loop vs the request threads), and the ceiling the machine gives right now
+   (two spinning processes vs one): on a shared machine the ceiling, not the
+   Service, can be what limits the ratio.
 3. 4 concurrent 100 MB bodies against the default 64 MiB body limit: each must
    get a 413 JSON answer, and the server's peak RSS (VmHWM of the server and
    its workers) must stay within BOUND_MB of its RSS before the bodies (the
@@ -28,6 +31,7 @@ import asyncio
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -154,6 +158,24 @@ async def concurrent_clients(url: str, clients: int, per_client: int) -> dict:
 
 # ---- 2. throughput -----------------------------------------------------------------
 
+def thread_ticks(pid: int) -> dict[str, int]:
+    """CPU ticks by thread of the server's process tree: the event loop (each process's main
+    thread) and the request threads (the rest)."""
+    out = {"event loop": 0, "request threads": 0}
+    for p in tree(pid):
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                f = Path(f"/proc/{p}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out["event loop" if tid == str(p) else "request threads"] += int(f[11]) + int(f[12])
+    return out
+
+
 def cpu_ticks(pid: int) -> int:
     total = 0
     for p in tree(pid):
@@ -272,7 +294,7 @@ def main() -> int:
     print(f"cpus: {os.cpu_count()}  load average before: {tuple(round(x, 2) for x in os.getloadavg())}")
     ok = True
     clients, per_client = (50, 2) if args.quick else (200, 3)
-    rounds, per_round = (1, 8) if args.quick else (3, 8)
+    rounds, per_round = (1, 8) if args.quick else (5, 16)
     body = cpu_payload(20_000)
     one, two = start(1), start(2)
     try:
@@ -285,6 +307,8 @@ def main() -> int:
             asyncio.run(throughput(url, body, 4, 4, proc.pid))
         rates: dict[int, list[float]] = {1: [], 2: []}
         par: dict[int, list[float]] = {1: [], 2: []}
+        ratios: list[float] = []
+        split0 = thread_ticks(one[0].pid)
         for r in range(rounds):
             for workers, (proc, url) in ((1, one), (2, two)):
                 t = asyncio.run(throughput(url, body, per_round, 4, proc.pid))
@@ -293,13 +317,21 @@ def main() -> int:
                 ok &= t["non_200"] == 0
                 rates[workers].append(t["req_per_s"])
                 par[workers].append(t["parallelism"])
-        med = {w: sorted(v)[len(v) // 2] for w, v in rates.items()}
-        ratio = med[2] / med[1]
+            ratios.append(rates[2][-1] / rates[1][-1])
+        split1 = thread_ticks(one[0].pid)
+        serial = asyncio.run(throughput(one[1], body, 6, 1, one[0].pid))
+        med = statistics.median
+        ratio = med(ratios)
         ceiling = machine_parallelism()
-        print(f"2 workers vs 1 (median of {rounds} rounds): {ratio:.2f}x requests/s (target >= 1.7x); server CPU "
-              f"parallelism {sorted(par[1])[len(par[1]) // 2]} vs {sorted(par[2])[len(par[2]) // 2]} cores; "
+        print(f"2 workers vs 1 (median of {rounds} rounds' ratios): {ratio:.2f}x requests/s (target >= 1.7x; rounds: "
+              f"{', '.join(f'{x:.2f}' for x in ratios)}; medians {med(rates[1]):.2f} vs {med(rates[2]):.2f} req/s); "
+              f"server CPU parallelism {med(par[1])} vs {med(par[2])} cores; "
               f"two pure-CPU processes vs one on this machine now: {ceiling:.2f}x"
               + (" (the machine cannot show the target: it needs two free cores)" if ceiling < 1.7 else ""))
+        used = {k: split1[k] - split0[k] for k in split1}
+        print(f"2b. 1 worker: parallelism {serial['parallelism']} with one request at a time (vs {med(par[1])} with 4); "
+              f"its CPU in the rounds: {100 * used['request threads'] / max(1, sum(used.values())):.0f}% request threads, "
+              f"{100 * used['event loop'] / max(1, sum(used.values())):.0f}% event loop (bodies, JSON answers)")
         ok &= ratio >= 1.7
         b = big_bodies(one[1], one[0].pid, 4, 100_000_000)
         print(f"3. 4 x 100 MB bodies (default limit 64 MiB), 1 worker (bound: +{BOUND_MB} MB):", json.dumps(b))

@@ -1,39 +1,41 @@
 """Filters that encode the corpus's relational reasoning over events.
 
-In priority order:
-- XidCausedByPrevious (EARLY): Xid 43/45 lines that name their cause add it;
-- ResolveRankFields (EARLY): events with no node move to the rank their text names,
+In the order they run (the file is sorted by it; the number is the offset in the
+stratum, and filters of other files interleave by that number):
+- XidCausedByPrevious (EARLY+20): Xid 43/45 lines that name their cause add it;
+- ResolveRankFields (EARLY+50): events with no node move to the rank their text names,
   or to the host a pasted syslog line names;
-- K8sDescribePlacement (EARLY): node-less Kubernetes events move to the node of the
+- K8sDescribePlacement (EARLY+55): node-less Kubernetes events move to the node of the
   `kubectl describe pod` block (`Node:  <node>/<ip>`) they appear in;
-- EnrootImportNoSpace (EARLY): `No space left on device` after an enroot import step
+- EnrootImportNoSpace (EARLY+56): `No space left on device` after an enroot import step
   in the same log is enroot's data / temp path filling up (ENROOT_NO_SPACE);
-- PythonChainFirstCause (EARLY): drops the partial events of chained tracebacks;
-- BareExceptionLineCovered (EARLY): a bare final-exception line is dropped when the
+- PythonChainFirstCause (EARLY+60): drops the partial events of chained tracebacks;
+- BareExceptionLineCovered (EARLY+61): a bare final-exception line is dropped when the
   traceback it ends was captured;
-- StickyCudaAfterFirst (MID): keeps the first sticky CUDA error of a process;
-- XidUserFaultRepeats (MID): Xid 13/31 recurring on the same GPU become hardware;
-- AerBeforeGpuFault (MID): an application-class Xid on a GPU whose PCIe link had just
+- StickyCudaAfterFirst (MID+10): keeps the first sticky CUDA error of a process;
+- XidUserFaultRepeats (MID+20): Xid 13/31 recurring on the same GPU become hardware;
+- AerBeforeGpuFault (MID+25): an application-class Xid on a GPU whose PCIe link had just
   reported an uncorrectable AER error is that error's consequence;
-- IbStatus12PeerBlame (MID): IB retry-exceeded blame moves to the remote node that
+- IbStatus12PeerBlame (MID+30): IB retry-exceeded blame moves to the remote node that
   several peers name (certain with host-side link evidence); one report names the
   peer in a `bad_peers` event;
-- PeerNamedByReports (MID): a closed-connection report naming its far end adds a
+- PeerNamedByReports (MID+35): a closed-connection report naming its far end adds a
   `bad_peers` event on that peer;
-- TracebackFanOut (MID): identical tracebacks on many ranks are one failure;
-- TransientStorageRecovered (STANDARD): storage outages that recovered are demoted;
-- PlacedEvidenceWins (STANDARD): node-less copies of a placed symptom are demoted;
-- WatchdogStragglers (STANDARD): interesting-only lead on the rank that is behind;
-- DemoteVictimsWhenPrimary (LATE): victims become interesting once a primary exists.
+- TracebackFanOut (MID+40): identical tracebacks on many ranks are one failure;
+- TransientStorageRecovered (STANDARD+10): storage outages that recovered are demoted;
+- PlacedEvidenceWins (STANDARD+20): node-less copies of a placed symptom are demoted;
+- WatchdogStragglers (STANDARD+30): interesting-only lead on the rank that is behind;
+- DemoteVictimsWhenPrimary (LATE+10): victims become interesting once a primary exists.
 
+Each filter runs as the stream's current rule: its changes are recorded under its
+name without repeating it (`stream.demote(events, reason=...)`).
 Filters only move events between bad and interesting, or add derived events; they
 never decide the outcome.
 """
 import re
 from datetime import datetime
 
-from rulekit.rules.model import SHORT_EMIT
-from rulekit.plugin import EventSpec, FilterPriority, filter_def, register_symptom
+from rulekit.plugin import EventSpec, FilterPriority, Selection, filter_def, register_symptom
 
 from .common.relations import (
     NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
@@ -52,6 +54,42 @@ register_symptom("IB_REMOTE_PEER_SUSPECT", outcome="network", sub_domain="infini
 
 
 # ---- EARLY ---------------------------------------------------------------------------------
+
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
+
+
+def _catalog_name(registry, xid):
+    """The Xid catalog's symptom for number `xid` (not a decoded NVLink5 variant)."""
+    for name in registry.names():
+        if name.startswith(f"XID-{xid}-"):
+            sym = registry.symptom(name)
+            if sym is not None and sym.span is not None and sym.span.file.rsplit("/", 1)[-1].startswith("xid_catalog."):
+                return name
+    return None
+
+
+@filter_def(name="XidCausedByPrevious", author=AUTHOR, priority=FilterPriority.EARLY + 20)
+def xid_caused_by_previous(context):
+    """Newer drivers append `caused by previous Xid N` to Xid 43/45 lines: the cleanup
+    names its cause.  When no event of Xid N exists on that node (its line was lost or
+    rotated), the cause is added as a bad event derived from the 43/45 line."""
+    stream, reg = context.event_stream, context.registry
+    events = stream.node_events()
+    have = {(e.node, e.symptom.split("-")[1]) for e in events if e.symptom and e.symptom.startswith("XID-")}
+    for e in events:
+        if not e.symptom or not e.symptom.startswith(("XID-43-", "XID-45-")):
+            continue
+        m = _CAUSED_BY.search(e.fields.get("body") or e.datum or "")
+        if not m or (e.node, m.group(1)) in have:
+            continue
+        name = _catalog_name(reg, m.group(1))
+        if name is None:
+            continue
+        have.add((e.node, m.group(1)))
+        stream.add(EventSpec(type="bad_node", symptom=name, node=e.node,
+                             fields={"pci": e.fields.get("pci"), "derived_from": e.symptom}),
+                   cause=e, reason=f"{e.symptom} says it was caused by Xid {m.group(1)}")
+
 
 _SYSLOG_HOST = re.compile(
     r"(?:^|\s)(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*) "
@@ -80,10 +118,7 @@ def resolve_rank_fields(context):
                 node, why = host, f"the syslog line names host {host}"
         if not node:
             continue
-        stream.add(EventSpec(type=SHORT_EMIT.get(e.event_type, e.event_type), symptom=e.symptom, node=node,
-                             fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
-                   rule="ResolveRankFields", cause=e, reason=why)
-        stream.discard([e], rule="ResolveRankFields", reason=f"re-attributed to {node}")
+        stream.move_to_node(e, node, reason=why)
 
 
 K8S_PREFIXES = ("K8S_", "KUEUE_")
@@ -127,10 +162,7 @@ def k8s_describe_placement(context):
         node = _job_node(name, nodes)
         if node is None:
             continue
-        stream.add(EventSpec(type=SHORT_EMIT.get(e.event_type, e.event_type), symptom=e.symptom, node=node,
-                             fields=dict(e.fields), line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
-                   rule="K8sDescribePlacement", cause=e, reason=f"the pod described at line {line} ran on {node}")
-        stream.discard([e], rule="K8sDescribePlacement", reason=f"re-attributed to {node}")
+        stream.move_to_node(e, node, reason=f"the pod described at line {line} ran on {node}")
 
 
 @filter_def(name="EnrootImportNoSpace", author=AUTHOR, priority=FilterPriority.EARLY + 56,
@@ -164,10 +196,10 @@ def enroot_import_no_space(context):
         seen.add((key, e.node))
         stream.add(EventSpec(type="bad_node", symptom="ENROOT_NO_SPACE", node=e.node, fields={"via": "enroot import"},
                              line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
-                   rule="EnrootImportNoSpace", cause=e,
+                   cause=e,
                    reason=f"ENOSPC after enroot's import step at line {steps[key]}")
     if generic:
-        stream.demote(generic, rule="EnrootImportNoSpace", reason="enroot's import ran out of space")
+        stream.demote(generic, reason="enroot's import ran out of space")
 
 
 @filter_def(name="PythonChainFirstCause", author=AUTHOR, priority=FilterPriority.EARLY + 60)
@@ -188,12 +220,9 @@ def python_chain_first_cause(context):
             for longer in group[:i]:
                 lchain = longer.fields["chain"].split(" <- ")
                 if len(lchain) > len(chain) and lchain[-len(chain):] == chain:
-                    stream.discard([e], rule="PythonChainFirstCause",
-                                   reason=f"part of the chain {longer.fields['chain']} (line {longer.line_num})")
+                    stream.discard([e], reason=f"part of the chain {longer.fields['chain']} (line {longer.line_num})")
                     break
 
-
-# ---- MID -----------------------------------------------------------------------------------
 
 @filter_def(name="BareExceptionLineCovered", author=AUTHOR, priority=FilterPriority.EARLY + 61)
 def bare_exception_line_covered(context):
@@ -213,11 +242,13 @@ def bare_exception_line_covered(context):
     covered = [e for e in bare if (e.obs_context_id, e.label) in starts
                and e.line_num is not None and e.line_num >= starts[(e.obs_context_id, e.label)]]
     if covered:
-        stream.discard(covered, rule="BareExceptionLineCovered", reason="the captured traceback already says it")
+        stream.discard(covered, reason="the captured traceback already says it")
 
+
+# ---- MID -----------------------------------------------------------------------------------
 
 @filter_def(name="StickyCudaAfterFirst", author=AUTHOR, priority=FilterPriority.MID + 10,
-            symptoms=tuple(sorted(STICKY_CUDA)))
+            symptoms=tuple(sorted(STICKY_CUDA)), selects=Selection.of("bad_node", sorted(STICKY_CUDA)))
 def sticky_cuda_after_first(context):
     """Sticky CUDA errors (700/710/715/716/719/214/226/999) poison every later call of the
     process: per node and rank, the first sticky error is the cause; later, different
@@ -227,9 +258,8 @@ def sticky_cuda_after_first(context):
     when one is known, and it is never demoted itself (it ranks below them)."""
     stream = context.event_stream
     groups = {}
-    for e in stream.bad_events():
-        if e.symptom in STICKY_CUDA:
-            groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
+    for e in context.selected():
+        groups.setdefault((e.node, e.fields.get("rank")), []).append(e)
     for group in groups.values():
         group.sort(key=order_key)
         specific = [e for e in group if e.symptom != "NCCL_UNHANDLED_CUDA_ERROR"]
@@ -238,7 +268,7 @@ def sticky_cuda_after_first(context):
         first_sym = specific[0].symptom
         later = [e for e in specific[1:] if e.symptom != first_sym]
         if later:
-            stream.demote(later, rule="StickyCudaAfterFirst", reason=f"sticky error after {first_sym}")
+            stream.demote(later, reason=f"sticky error after {first_sym}")
 
 
 _GPC_TPC = re.compile(r"GPC (\d+), TPC (\d+)")
@@ -300,10 +330,8 @@ def xid_user_fault_repeats(context):
         if bursts >= 2:
             stream.add(EventSpec(type="bad_node", symptom="GPU_XID_REPEATED_SAME_GPU", node=node,
                                  fields={"pci": pci, "xid": xid, "bursts": bursts, "where": where}),
-                       rule="XidUserFaultRepeats", cause=group[0],
+                       cause=group[0],
                        reason=f"Xid {xid} in {bursts} bursts on GPU {pci} {where}".strip())
-
-
 
 
 _BDF = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})")
@@ -341,8 +369,7 @@ def aer_before_gpu_fault(context):
                 continue
             if a.obs_context_id == x.obs_context_id and order_key(a) > order_key(x):
                 continue
-            stream.demote([x], rule="AerBeforeGpuFault",
-                          reason=f"the GPU's PCIe link reported {a.symptom} first (line {a.line_num})")
+            stream.demote([x], reason=f"the GPU's PCIe link reported {a.symptom} first (line {a.line_num})")
             break
 
 
@@ -386,23 +413,22 @@ def ib_status12_peer_blame(context):
         other_primary = [e for e in on_remote if is_primary(e.symptom, reg)
                          and reg.info(e.symptom).outcome != "network"]
         if other_primary:
-            stream.demote(evs, rule="IbStatus12PeerBlame",
-                          reason=f"peer {remote} failed first ({other_primary[0].symptom})")
+            stream.demote(evs, reason=f"peer {remote} failed first ({other_primary[0].symptom})")
             continue
         if len(reporters) >= 2 or (reporters and host_net):
             stream.add(EventSpec(type="bad_node", symptom="IB_REMOTE_PEER_UNREACHABLE", node=remote,
                                  fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
                                          "certain": bool(host_net)}),
-                       rule="IbStatus12PeerBlame", cause=evs[0],
+                       cause=evs[0],
                        reason=f"{len(reporters)} node(s) got retry-exceeded from {remote}"
                               + (" and it logged link/HCA trouble" if host_net else ""))
-            stream.demote(evs, rule="IbStatus12PeerBlame", reason=f"blame moved to the remote node {remote}")
+            stream.demote(evs, reason=f"blame moved to the remote node {remote}")
         elif reporters:
             # the spec's peer-scoped event: evidence about `remote` reported by another node
             stream.add(EventSpec(type="bad_peers", symptom="IB_REMOTE_PEER_SUSPECT", node=remote,
                                  fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
                                          "reporter": reporters[0]}),
-                       rule="IbStatus12PeerBlame", cause=evs[0],
+                       cause=evs[0],
                        reason=f"only {reporters[0]} got retry-exceeded from {remote}, and neither end logged "
                               "link/HCA trouble: the report stays on the reporter")
 
@@ -440,7 +466,7 @@ def peer_named_by_reports(context):
         seen.add((remote, e.node))
         stream.add(EventSpec(type="bad_peers", symptom="NCCL_PEER_SUSPECT", node=remote,
                              fields={"peer": peer, "reporter": e.node}),
-                   rule="PeerNamedByReports", cause=e,
+                   cause=e,
                    reason=f"{e.node or 'a rank'} lost its connection to {remote}")
 
 
@@ -467,14 +493,15 @@ def traceback_fan_out(context):
         first = group[0]
         copies = [e for e in group[1:] if e.node != first.node or rank_field(e) != rank_field(first)]
         if copies:
-            stream.demote(copies, rule="TracebackFanOut",
+            stream.demote(copies,
                           reason=f"same {first.fields.get('exc_type')} as rank {rank_field(first)} on {first.node}")
 
 
 # ---- STANDARD ----------------------------------------------------------------------------------
 
 @filter_def(name="TransientStorageRecovered", author=AUTHOR, priority=FilterPriority.STANDARD + 10,
-            symptoms=("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"))
+            symptoms=("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"),
+            selects=Selection.of("bad_node", ["NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"]))
 def transient_storage_recovered(context):
     """`nfs: server X not responding` followed on the same node by `nfs: server X OK`
     (Lustre: `Connection restored to X`) was a transient outage: demote it."""
@@ -484,14 +511,12 @@ def transient_storage_recovered(context):
         if d.fields.get("kind") == "storage_recovered":
             recovered.setdefault((d.node, d.fields.get("server")), []).append(d)
     out = []
-    for e in stream.bad_events():
-        if e.symptom not in ("NFS_NOT_RESPONDING", "LUSTRE_CONNECTION_LOST"):
-            continue
+    for e in context.selected():
         rec = recovered.get((e.node, e.fields.get("server")), [])
         if any(order_key(r) > order_key(e) for r in rec):
             out.append(e)
     if out:
-        stream.demote(out, rule="TransientStorageRecovered", reason="the server came back")
+        stream.demote(out, reason="the server came back")
 
 
 @filter_def(name="PlacedEvidenceWins", author=AUTHOR, priority=FilterPriority.STANDARD + 20)
@@ -504,43 +529,7 @@ def placed_evidence_wins(context):
     placed = {e.symptom for e in bad if e.node is not None and e.symptom}
     loose = [e for e in bad if e.node is None and e.symptom in placed]
     if loose:
-        stream.demote(loose, rule="PlacedEvidenceWins", reason="the same symptom is placed on a node elsewhere")
-
-
-_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
-
-
-def _catalog_name(registry, xid):
-    """The Xid catalog's symptom for number `xid` (not a decoded NVLink5 variant)."""
-    for name in registry.names():
-        if name.startswith(f"XID-{xid}-"):
-            sym = registry.symptom(name)
-            if sym is not None and sym.span is not None and sym.span.file.rsplit("/", 1)[-1].startswith("xid_catalog."):
-                return name
-    return None
-
-
-@filter_def(name="XidCausedByPrevious", author=AUTHOR, priority=FilterPriority.EARLY + 20)
-def xid_caused_by_previous(context):
-    """Newer drivers append `caused by previous Xid N` to Xid 43/45 lines: the cleanup
-    names its cause.  When no event of Xid N exists on that node (its line was lost or
-    rotated), the cause is added as a bad event derived from the 43/45 line."""
-    stream, reg = context.event_stream, context.registry
-    events = stream.node_events()
-    have = {(e.node, e.symptom.split("-")[1]) for e in events if e.symptom and e.symptom.startswith("XID-")}
-    for e in events:
-        if not e.symptom or not e.symptom.startswith(("XID-43-", "XID-45-")):
-            continue
-        m = _CAUSED_BY.search(e.fields.get("body") or e.datum or "")
-        if not m or (e.node, m.group(1)) in have:
-            continue
-        name = _catalog_name(reg, m.group(1))
-        if name is None:
-            continue
-        have.add((e.node, m.group(1)))
-        stream.add(EventSpec(type="bad_node", symptom=name, node=e.node,
-                             fields={"pci": e.fields.get("pci"), "derived_from": e.symptom}),
-                   rule="XidCausedByPrevious", cause=e, reason=f"{e.symptom} says it was caused by Xid {m.group(1)}")
+        stream.demote(loose, reason="the same symptom is placed on a node elsewhere")
 
 
 register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50, blame="peer",
@@ -584,7 +573,7 @@ def watchdog_stragglers(context):
         node = job.rank_to_node(rank)
         stream.add(EventSpec(type="interesting_node", symptom="NCCL_STRAGGLER_SUSPECT", node=node,
                              fields={"rank": rank, "why": why}),
-                   rule="WatchdogStragglers", reason=f"rank {rank}: {why}")
+                   reason=f"rank {rank}: {why}")
 
 
 # ---- LATE ------------------------------------------------------------------------------------------
@@ -613,5 +602,4 @@ def demote_victims_when_primary(context):
         victims = [e for e in victims if not nvlink5_filtering_demotes(reg.info(e.symptom))
                    and not (e.node in nvlink5_nodes and e.symptom.startswith(NVLINK5_LOCAL_CONSEQUENCES))]
     if victims:
-        stream.demote(victims, rule="DemoteVictimsWhenPrimary",
-                      reason=f"victim of the primary fault {top.symptom} on {top.node}")
+        stream.demote(victims, reason=f"victim of the primary fault {top.symptom} on {top.node}")

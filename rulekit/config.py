@@ -6,7 +6,8 @@ plus the one function that turns a printed host name into a job node name.
 
 `EngineOptions`: the knobs that change how rulekit runs but never what it
 concludes -- the cache folder, the scanner backend, the plugin import time limit,
-the event store's buffer and spill sizes, the repeat and evidence caps.
+the event store's buffer and spill sizes, the repeat, group and evidence caps,
+the processes scanning one large log.
 `EngineOptions.from_env()` is the one place the `RULEKIT_*` environment variables
 are read; the edges (the CLI, the Service, `rulekit.api`) call it once and pass the
 object down (`load_corpus(options=...)` -> `RuleEngine.options` -> `Session`).  A
@@ -58,13 +59,15 @@ class GlobalConfig:
 ENV_CACHE_DIR = "RULEKIT_CACHE_DIR"  # a folder; "" disables the cache; unset: $XDG_CACHE_HOME/rulekit or ~/.cache/rulekit
 ENV_SCANNER = "RULEKIT_SCANNER"  # naive | re2 | hyperscan | auto (default)
 ENV_PLUGIN_TIMEOUT = "RULEKIT_PLUGIN_TIMEOUT"  # seconds > 0 (default 10); anything else: the default
+ENV_SCAN_WORKERS = "RULEKIT_SCAN_WORKERS"  # processes scanning one large log: 0/1 serial, N; unset/other: automatic
 SCANNERS = ("auto", "naive", "re2", "hyperscan")
 
 DEFAULT_PLUGIN_TIMEOUT = 10.0
 DEFAULT_BUFFER_SIZE = 2000  # events buffered before one batched insert
 DEFAULT_SPILL_ROWS = 250_000  # an in-memory store with more rows than this moves to a private file,
-DEFAULT_SPILL_BYTES = 32 << 20  # or one with more bytes of database pages
+DEFAULT_SPILL_BYTES = 8 << 20  # or one with more bytes of database pages (bounds its RSS)
 DEFAULT_REPEAT_CAP = 32  # events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+DEFAULT_GROUP_CAP = 256  # events kept per (rule, event type, symptom, node) whatever the captures; the rest aggregated
 DEFAULT_EVIDENCE_PER_KEY = 3  # evidence items per (event type, symptom, node) in a result
 DEFAULT_EVIDENCE_MAX = 400  # evidence items in a result
 
@@ -86,6 +89,15 @@ def _timeout(raw: str | None) -> float:
     return v if v > 0 else DEFAULT_PLUGIN_TIMEOUT
 
 
+def _count(raw: str | None) -> int | None:
+    """A worker count >= 0, or None (unset or not a count: automatic)."""
+    try:
+        n = int((raw or "").strip())
+    except ValueError:
+        return None
+    return n if n >= 0 else None
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     cache_dir: Path | None = field(default_factory=default_cache_dir)
@@ -95,6 +107,8 @@ class EngineOptions:
     spill_rows: int = DEFAULT_SPILL_ROWS
     spill_bytes: int = DEFAULT_SPILL_BYTES
     repeat_cap: int = DEFAULT_REPEAT_CAP
+    group_cap: int = DEFAULT_GROUP_CAP
+    scan_workers: int | None = None  # None: automatic (rulekit.extract.parallel.scan_workers)
     evidence_per_key: int = DEFAULT_EVIDENCE_PER_KEY
     evidence_max: int = DEFAULT_EVIDENCE_MAX
 
@@ -104,7 +118,8 @@ class EngineOptions:
         env = os.environ if environ is None else environ
         return cls(cache_dir=default_cache_dir(env),
                    scanner=env.get(ENV_SCANNER, "auto").strip().lower() or "auto",
-                   plugin_timeout=_timeout(env.get(ENV_PLUGIN_TIMEOUT)))
+                   plugin_timeout=_timeout(env.get(ENV_PLUGIN_TIMEOUT)),
+                   scan_workers=_count(env.get(ENV_SCAN_WORKERS)))
 
     def with_(self, **changes: object) -> "EngineOptions":
         return replace(self, **changes)  # type: ignore[arg-type]

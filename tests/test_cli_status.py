@@ -109,7 +109,10 @@ def test_options_from_env_keep_the_variables_meaning(tmp_path):
         assert EngineOptions.from_env({"RULEKIT_PLUGIN_TIMEOUT": raw}).plugin_timeout == want, raw
     # defaults are the engine's historical constants
     assert (o.buffer_size, o.spill_rows, o.spill_bytes, o.repeat_cap, o.evidence_per_key, o.evidence_max) == \
-        (2000, 250_000, 32 << 20, 32, 3, 400)
+        (2000, 250_000, 8 << 20, 32, 3, 400)
+    assert o.group_cap == 256 and o.scan_workers is None  # automatic
+    for raw, want in (("0", 0), ("2", 2), (" 3 ", 3), ("-1", None), ("many", None), ("", None)):
+        assert EngineOptions.from_env({"RULEKIT_SCAN_WORKERS": raw}).scan_workers == want, raw
 
 
 def test_the_environment_still_reaches_the_engine(monkeypatch, make_corpus):

@@ -278,3 +278,57 @@ def test_a_task_stuck_in_c_past_its_time_limit_ends_its_worker_and_is_reported_l
     assert outcomes[stuck].error.startswith("lost: the workers that ran it died")
     assert all(outcomes[j].ok for j in fine), [outcomes[j].error for j in fine]
     # last in the module: the nannies are still replacing both workers (slow on a loaded machine)
+
+
+def test_tiny_jobs_go_several_to_a_task_and_come_back_identical(client, baseline):
+    """Example jobs take ~10 ms on an idle core, Dask a few ms per task: several jobs go in one
+    task (a chunk: here 4, fixed; by default as many as fill 0.1 s of measured job time), and
+    every outcome is still one job's, as in process."""
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as ts, dask_executor(client, chunk=4) as ex:
+        outcomes = list(ex.map(EXAMPLE_JOBS + [type(j)(j.job_dir, 2) for j in EXAMPLE_JOBS]))
+    assert collections.Counter(o.job.job_dir for o in outcomes) == collections.Counter(
+        {j.job_dir: 2 for j in EXAMPLE_JOBS})
+    assert {o.job.job_dir: o.result for o in outcomes if o.job.attempt == 1} == {
+        j.job_dir: o.result for j, o in baseline.items()}
+    keys = {t["key"] for t in ts.data}
+    chunks = [k for k in keys if str(k).startswith("rulekit-chunk-")]
+    assert chunks and len(keys) < len(outcomes)  # fewer tasks than jobs
+    ex.chunk = None  # adaptive: (mean wall s, mean CPU s of the jobs finished so far, their number) -> jobs per task
+    assert ex.chunk_size(0.02, 0.01, 10) == 10  # 0.1 s of CPU a task
+    assert ex.chunk_size(0.05, 0.01, 10) == 10  # a loaded machine stretches the wall time, not the CPU
+    assert ex.chunk_size(0.3, 0.001, 10) == 3  # jobs that mostly wait: at most ~1 s of wall time a task
+    assert ex.chunk_size(0.5, 0.5, 1) == 1 and ex.chunk_size(0, 0, 0) == 1
+    assert ex.chunk_size(1e-6, 1e-6, 10) == 32  # capped
+
+
+def test_a_chunk_lost_with_a_stuck_job_runs_its_other_jobs_again_alone(client, stall_rules, tmp_path):
+    """The chunk's workers were ended by its stuck job: its other jobs each run again in a task
+    of their own and finish; only the stuck one is reported lost."""
+    spec = CorpusSpec.of([stall_rules])
+    stuck = stall_job(tmp_path, "stuck", "FAULT SNOOZE")
+    fine = [stall_job(tmp_path, f"c{i}", "FAULT") for i in range(3)]
+    t0 = time.monotonic()
+    with dask_executor(client, spec, timeout=1.0, stuck_grace=0.5, max_in_flight=1, chunk=4) as ex:
+        outcomes = {o.job: o for o in ex.map([fine[0], stuck, *fine[1:]])}
+    assert time.monotonic() - t0 < 300  # a hang guard: each worker restart is slow on a loaded machine
+    assert set(outcomes) == {stuck, *fine}
+    assert outcomes[stuck].error.startswith("lost: the workers that ran it died")
+    assert all(outcomes[j].ok for j in fine), [outcomes[j].error for j in fine]
+
+
+def test_the_executors_own_local_cluster_runs_without_the_workers_profiler():
+    """The profiler samples every running task's stack every 10 ms (5-15% of an attribution's
+    CPU); the cluster `--executor dask` starts turns it off on its workers."""
+    from rulekit.executors.dask import local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with distributed.Client(cluster) as c:
+            import dask
+
+            got = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+        assert list(got.values()) == [False]
+    finally:
+        cluster.close()

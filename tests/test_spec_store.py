@@ -17,7 +17,7 @@ BAD = EventType.BAD_NODE.value
 
 def add(m: EventManager, ctx: int, n: int, symptom: str = "S", node: str = "n1") -> None:
     for i in range(n):
-        m.add(ctx, BAD, "R", None, None, i + 1, f"line {i}", node, {"node": node, "symptom": symptom, "fields": {}})
+        m.add(m.row(ctx, BAD, "R", None, None, i + 1, f"line {i}", node, symptom, {}))
 
 
 def tables(conn) -> set[str]:
@@ -38,7 +38,7 @@ def test_schema_and_lookup_tables_shared_from_the_engine():
     assert {"context_id", "event_type", "symptom", "resources"} <= indexed
     ctx = m.context("job-1")
     oc = m.observation_context(ctx, "syslog", "text", "2026-01-01T00:00:00", None, "syslog/n1.log")
-    m.add(ctx, BAD, "RuleA", oc, None, 3, "x", "n1", {"node": "n1", "symptom": "S"})
+    m.add(m.row(ctx, BAD, "RuleA", oc, None, 3, "x", "n1", "S", None))
     sizes_before = {t: m.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("rules", "event_types")}
     add(m, ctx, 50)
     m.flush()
@@ -130,6 +130,6 @@ def test_checkpoint_and_restore_one_context_only():
 def test_long_datum_is_clipped():
     m = EventManager()
     ctx = m.context("j")
-    m.add(ctx, BAD, "R", None, None, 1, "x" * 100_000, "n", {"symptom": "S"})
+    m.add(m.row(ctx, BAD, "R", None, None, 1, "x" * 100_000, "n", "S", None))
     d = m.stream(ctx).all()[0].datum
     assert len(d) < 5000 and d.endswith("more characters]")

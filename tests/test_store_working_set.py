@@ -22,8 +22,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "xid149-nvlink"
 
 def _add(m: EventManager, ctx: int, n: int, symptom: str = "S", node: str = "n1") -> None:
     for i in range(n):
-        m.add(ctx, BAD, "R", None, f"2026-01-01T00:00:{i:02d}", i + 1, f"line {i}", node,
-              {"node": node, "symptom": symptom, "fields": {"rank": i, "k": "v"}})
+        m.add(m.row(ctx, BAD, "R", None, f"2026-01-01T00:00:{i:02d}", i + 1, f"line {i}", node, symptom,
+                    {"rank": i, "k": "v"}))
 
 
 def test_columns_hold_symptom_node_rank_and_the_payload_only_the_rest():
@@ -65,7 +65,7 @@ def test_queries_answer_from_the_working_set_in_id_order():
 def test_events_are_decoded_once_per_attribute(bundled, monkeypatch):
     calls = []
     real = store._decode
-    monkeypatch.setattr(store, "_decode", lambda row: calls.append(row[0]) or real(row))
+    monkeypatch.setattr(store, "_decode", lambda row, *names: calls.append(row[0]) or real(row, *names))
     jd = read_job_dir(EXAMPLE)
     with Session(bundled, jd.job) as s:
         s.ingest_batch(jd.observations)
@@ -197,7 +197,7 @@ def test_repeated_evidence_beyond_the_cap_is_aggregated_with_the_same_result(bun
     """The same evidence (rule, type, symptom, node, captured values) beyond the cap is
     counted, not held; evidence that differs in a captured value is all kept."""
     job, observations = _repeated_job(300)
-    with Session(bundled, job, repeat_cap=10**9) as s:
+    with Session(bundled, job, repeat_cap=10**9, group_cap=10**9) as s:
         s.ingest_batch(observations)
         full = s.attribute()
         full_events = s.manager.count(s.context_id)
@@ -219,7 +219,7 @@ def test_a_large_in_memory_store_spills_by_size():
     m = EventManager(buffer_size=50, spill_bytes=256 << 10)
     ctx = m.context("j")
     for i in range(2000):
-        m.add(ctx, BAD, "R", None, None, i, "x" * 400, "n", {"symptom": "S", "fields": {}})
+        m.add(m.row(ctx, BAD, "R", None, None, i, "x" * 400, "n", "S", {}))
     m.flush()
     assert m.spilled and m.count(ctx) == 2000
     m.close()

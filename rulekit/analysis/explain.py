@@ -25,7 +25,7 @@ from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.corpus import RuleEngine, applies
 from rulekit.rules.expand import render
 from rulekit.inputs.jobdir import JobDir, read_job_dir
-from rulekit.rules.model import SHORT_EMIT, ExtractorRule
+from rulekit.rules.model import ExtractorRule, short_type
 from rulekit.inputs.observation import Observation
 from rulekit.extract.regex import compile_pattern
 from rulekit.engine.session import Session
@@ -162,7 +162,7 @@ def _priority(engine: RuleEngine, name: str) -> dict[str, Any]:
 
 
 def _event_dict(e: Any) -> dict[str, Any]:
-    return {"id": e.id, "type": SHORT_EMIT.get(e.event_type, e.event_type), "symptom": e.symptom, "node": e.node,
+    return {"id": e.id, "type": short_type(e.event_type), "symptom": e.symptom, "node": e.node,
             "rule": e.rule, "source": e.label or e.source, "line_num": e.line_num}
 
 

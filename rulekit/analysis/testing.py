@@ -16,7 +16,8 @@ from rulekit.rules.corpus import RuleEngine
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.inputs.jobdir import read_job_dir
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.rules.model import EMIT_TYPES, AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest
+from rulekit.rules.model import (AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest,
+                                 event_type_name, short_type)
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
@@ -100,7 +101,7 @@ def run_line_test(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule, tes
             mismatches.append(f"expected no match, but {events[0].rule} emitted {_short(events[0].event_type)} "
                               f"{events[0].symptom or ''}".rstrip())
     else:
-        want_type = EMIT_TYPES[test.expect].value
+        want_type = event_type_name(test.expect)
         ok = [e for e in events if e.event_type == want_type
               and (test.symptom is None or e.symptom == engine.registry.canonical(test.symptom))
               and (test.node is None or e.node == test.node)
@@ -119,11 +120,7 @@ def run_line_test(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule, tes
                       fired={e.rule for e in events if e.rule}, symptoms={e.symptom for e in events if e.symptom})
 
 
-def _short(event_type: str) -> str:
-    for k, v in EMIT_TYPES.items():
-        if v.value == event_type:
-            return k
-    return event_type
+_short = short_type  # the stored event type's rule-file name (rulekit.rules.model)
 
 
 def run_metric_test(engine: RuleEngine, rule: MetricRule, test: MetricTest, index: int = 0) -> TestResult:
@@ -150,7 +147,7 @@ def run_metric_test(engine: RuleEngine, rule: MetricRule, test: MetricTest, inde
         if events:
             mismatches.append(f"expected no event, but the rule fired: {events[0].datum}")
     else:
-        want = EMIT_TYPES[test.expect].value
+        want = event_type_name(test.expect)
         sym = engine.registry.canonical(test.symptom) if test.symptom else None
         if not any(e.event_type == want and (sym is None or e.symptom == sym) for e in events):
             mismatches.append("expected the rule to fire, but its condition never held long enough" if not events else

@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from rulekit.blueprint.config import BlueprintConfig
 from rulekit.blueprint.connectors.base import Output
@@ -33,6 +33,7 @@ SCHEMA = "rulekit.blueprint.result/1"
 class RunReport:
     results: list[dict[str, Any]] = field(default_factory=list)
     context_failures: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)  # {"key", "error"}: attempts a worker could not finish
 
 
 def _run_collector(conn: Any, kind: str, attempt: Attempt) -> tuple[list[Any], Coverage]:
@@ -183,9 +184,10 @@ def summarize(s: dict[str, Any]) -> dict[str, Any]:
             "min": min(vals) if vals else None, "max": max(vals) if vals else None}
 
 
-def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output], window: Window | None = None,
-        job_id: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None) -> RunReport:
-    report = RunReport()
+def discover(cfg: BlueprintConfig, report: RunReport, window: Window | None = None,
+             job_id: str | None = None) -> Iterator[tuple[Any, Attempt, list[str]]]:
+    """(context connector, attempt, its notes) for every distinct attempt (`job_id#attempt`),
+    context by context; a context connector that fails is recorded in `report` and skipped."""
     window = window or Window()
     seen: set[str] = set()
     for ctx in cfg.contexts:
@@ -203,11 +205,19 @@ def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output],
             if a.key in seen:
                 continue
             seen.add(a.key)
-            result = attribute_attempt(cfg, attributor, a, ctx.name, notes)
-            result["context"]["collector"] = ctx.name
-            for out in outputs:
-                out.write(result)
-            report.results.append(result)
-            if on_result:
-                on_result(result)
+            yield ctx, a, notes
+
+
+def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output], window: Window | None = None,
+        job_id: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None) -> RunReport:
+    """Every attempt, one after another, in this process."""
+    report = RunReport()
+    for ctx, a, notes in discover(cfg, report, window, job_id):
+        result = attribute_attempt(cfg, attributor, a, ctx.name, notes)
+        result["context"]["collector"] = ctx.name
+        for out in outputs:
+            out.write(result)
+        report.results.append(result)
+        if on_result:
+            on_result(result)
     return report

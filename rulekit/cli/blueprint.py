@@ -2,8 +2,10 @@
 
 `blueprint run` loads the config folder (located errors, exit 2), the rules
 (embedded engine) unless `--service`, runs the orchestrator and writes to the
-outputs; a one-line summary per attempt goes to stderr.  Exit 0 when every
-execution-context connector answered, 1 when one failed (the others' results
+outputs; a one-line summary per attempt goes to stderr.  With `--executor dask`
+(or `-j N`) each attempt is one task on an executor, collected and attributed
+on a worker, and written here.  Exit 0 when every execution-context connector
+answered, 1 when one failed or an attempt's task failed (the others' results
 are still written), 2 on bad input.  `dashboard` serves the read-only
 dashboard over a SQLite store with uvicorn.
 """
@@ -15,6 +17,7 @@ from typing import Optional
 import typer
 
 from rulekit.cli.app import app
+from rulekit.cli.batch import EXECUTOR_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor
 from rulekit.cli.render import print_diagnostics
 from rulekit.cli.status import ExitStatus
 from rulekit.diagnostics import RulekitError
@@ -33,8 +36,15 @@ def run_cmd(
     until: Optional[str] = typer.Option(None, "--until", help="Attempts ending at/before T."),
     job: Optional[str] = typer.Option(None, "--job", help="Only this job id."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-attempt summary on stderr."),
+    executor: str = typer.Option("local", "--executor", "-e", help=EXECUTOR_HELP),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Workers for the attempts (local processes, or "
+                                       "local Dask workers; 0: one per core). Default: local runs them one by "
+                                       "one in this process, dask one worker per core."),
+    timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
 ) -> None:
     """Attribute the jobs the configured connectors find and write the results."""
+    check_executor(executor, scheduler)
     from rulekit.blueprint.config import load_config
     from rulekit.blueprint.model import Window, parse_time
     from rulekit.blueprint.orchestrator import Attributor, run
@@ -58,12 +68,16 @@ def run_cmd(
     except (ValueError, StoreError, OSError) as e:
         typer.echo(f"error: --output: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
-    if service:
+    in_process = executor == "local" and jobs in (None, 1) and not timeout
+    engine = None
+    if in_process and service:
         attributor = Attributor(service_url=service)
-    else:
+    elif not service:
         from rulekit.cli._common import load_engine_or_exit
 
-        attributor = Attributor(engine=load_engine_or_exit(cfg.rules or None).engine)
+        # checked here (located errors, exit 2), also before any worker starts
+        engine = load_engine_or_exit(cfg.rules or None).engine
+        attributor = Attributor(engine=engine)
 
     def summary(r: dict) -> None:
         if quiet:
@@ -75,7 +89,11 @@ def run_cmd(
                    f"bad={bad}" + (f"  evidence incomplete ({', '.join(failed)} failed)" if failed else ""), err=True)
 
     try:
-        report = run(cfg, attributor, outs, window, job, on_result=summary)
+        if in_process:
+            report = run(cfg, attributor, outs, window, job, on_result=summary)
+        else:
+            report = _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler,
+                                      jobs, timeout, summary)
     finally:
         for o in outs:
             o.close()
@@ -83,8 +101,27 @@ def run_cmd(
         typer.echo(f"error: context connector {f['collector']} ({f['type']}) failed: {f['error']}", err=True)
     if not quiet:
         typer.echo(f"{len(report.results)} attempt(s) attributed", err=True)
-    if report.context_failures:
+    if report.context_failures or report.failed:
         raise typer.Exit(ExitStatus.FINDINGS)
+
+
+def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary):
+    """The attempts as tasks on an executor (one task per attempt; results written here)."""
+    from rulekit.blueprint.tasks import run_tasks
+    from rulekit.executors import CorpusSpec, ExecutorError, make_executor
+
+    def failed(key: str, error: str) -> None:
+        typer.echo(f"error: {key}: {error}", err=True)
+
+    try:
+        ex = make_executor(executor, CorpusSpec.of(cfg.rules or None), engine=engine, address=scheduler,
+                           workers=jobs or None, timeout=timeout or None)
+    except ExecutorError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    with ex:
+        return run_tasks(cfg, configs, ex.map, outs, window, job, service_url=service, on_result=summary,
+                         on_error=failed)
 
 
 @app.command()

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from rulekit.rules.corpus import RuleEngine
-from rulekit.rules.model import EMIT_TYPES, MetricCondition, MetricRule
+from rulekit.rules.model import MetricCondition, MetricRule, event_type_name
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.metrics import MetricSeries
 from rulekit.engine.store import EventManager
@@ -145,8 +145,9 @@ class MetricPhase:
                       "peak": f.peak, "threshold": c.threshold, "since": _iso(f.since), **dict(rule.emit.fields)}
             datum = (f"{series.label} {c.aggregate}={_fmt(f.value)} {c.op} {_fmt(c.threshold)}"
                      f" for {_fmt(f.time - f.since)}s (peak {_fmt(f.peak)})")
-            self.manager.add(self.context_id, EMIT_TYPES[rule.emit.type].value, rule.name, oc, _iso(f.time),
-                             f.index + 1, datum, node, {"node": node, "symptom": symptom, "fields": fields})
+            m = self.manager
+            m.add(m.row(self.context_id, event_type_name(rule.emit.type), rule.name, oc, _iso(f.time),
+                        f.index + 1, datum, node, symptom, fields))
             added += 1
         self.manager.flush()
         return added

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rulekit.extract.linectx import line_context
+from rulekit.extract.linectx import timestamp_of
 from rulekit.extract.scan import decode_line
 
 LOOKBACK = 64 * 1024
@@ -47,33 +47,57 @@ def _rank(fields: dict) -> int:
 
 
 class TimeCarry:
-    """The last timestamp seen before a position of one observation."""
+    """The last timestamp seen before a position of one observation.
+
+    `advance()` only finds the last clock-looking line of the stretch it passes
+    (one regex search); the line is parsed when a timestamp is asked for
+    (`before()`, `ts`), so a stretch nobody asks about is never parsed.  The
+    value is the same as parsing at every step: the newest found line that
+    parses wins, else the value before it."""
+
+    MAX_PENDING = 64  # found lines held unparsed at most
 
     def __init__(self, year: int | None):
         self.year = year
-        self.ts: str | None = None
+        self._ts: str | None = None
+        self._pending: list[bytes] = []  # clock-looking lines found since `_ts`, oldest first
         self._pos = 0
+
+    @property
+    def ts(self) -> str | None:
+        if self._pending:
+            for raw in reversed(self._pending):
+                ts = timestamp_of(decode_line(raw), self.year)[0]
+                if ts:
+                    self._ts = ts
+                    break
+            self._pending.clear()
+        return self._ts
 
     def new_chunk(self) -> None:
         self._pos = 0
 
-    def before(self, chunk: bytes, start: int) -> str | None:
-        """The carried timestamp for a hit starting at `start` of `chunk`."""
+    def advance(self, chunk: bytes, start: int) -> None:
+        """Pass the stretch before a hit starting at `start` of `chunk` (no parsing)."""
         lo = max(self._pos, start - LOOKBACK)
         if lo < start:
             m = _LAST_CLOCK.match(chunk, lo, start)
             if m is not None:
                 ls = chunk.rfind(b"\n", lo, m.end()) + 1
                 le = chunk.find(b"\n", m.end(), start)
-                line = decode_line(chunk[ls:le if le >= 0 else start])
-                ts = line_context(line, self.year).timestamp
-                if ts:
-                    self.ts = ts
+                self._pending.append(chunk[ls:le if le >= 0 else start])
+                if len(self._pending) > self.MAX_PENDING:
+                    _ = self.ts
         self._pos = max(self._pos, start)
+
+    def before(self, chunk: bytes, start: int) -> str | None:
+        """The carried timestamp for a hit starting at `start` of `chunk`."""
+        self.advance(chunk, start)
         return self.ts
 
     def saw(self, ts: str | None, end: int) -> None:
         """A hit's own line: its timestamp (if any) is carried from here on."""
         if ts:
-            self.ts = ts
+            self._ts = ts
+            self._pending.clear()
         self._pos = max(self._pos, end)

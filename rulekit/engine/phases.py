@@ -14,23 +14,24 @@ A rule that raises does not stop attribution: the error is reported in the resul
 """
 from __future__ import annotations
 
+import heapq
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_REPEAT_CAP
+from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import host_of, rank_of, timestamp_of
+from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
-    EMIT_TYPES,
     AccumulatorRule,
     EventSpec,
     ExtractorRule,
     FilterPriority,
     RefinerPriority,
+    event_type_name,
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
@@ -38,7 +39,8 @@ from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.scan import decode_line
+from rulekit.extract.parallel import parallel_scan, scan_workers
+from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
 # ---- contexts handed to rules -----------------------------------------------------------
@@ -50,6 +52,13 @@ class FilterContext:
     job: JobInfo
     registry: SymptomRegistry
     rule: str = ""
+    selects: tuple = ()  # the rule's declared Selections
+
+    def selected(self) -> list[Event]:
+        """The events the filter declared it reads (`selects=`), in id order."""
+        if not self.selects:
+            raise ValueError(f"filter {self.rule}: selected() needs selects=Selection.of(...) in its declaration")
+        return self.event_stream.select(*self.selects)
 
 
 @dataclass
@@ -114,6 +123,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 
 
 REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
+GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule, event type, symptom, node) whatever the captures
 
 
 class ExtractionPhase:
@@ -121,12 +131,18 @@ class ExtractionPhase:
 
     Bounded memory: the same evidence — one extractor, event type, symptom, node
     and captured values (whatever the rank prefix, timestamp or line) — is
-    stored as events up to `repeat_cap` times per job; beyond that each
-    observation's repeats are aggregated into one `event_repeats` row (count,
-    first and last line, last timestamp) instead of being held."""
+    stored as events up to `repeat_cap` times per job, and one extractor's
+    events of one type, symptom and node, whatever they captured (pids,
+    addresses, sequence numbers never repeat), up to `group_cap` times; beyond
+    either cap each observation's repeats are aggregated into one
+    `event_repeats` row per group (count, first and last line, last
+    timestamp) instead of being held.  So the events held are bounded by the
+    rules, symptoms and nodes of a job, never by the length of its logs."""
+
+    chunk_size = CHUNK_SIZE  # bytes read (and scanned) at a time; each ends at a line end
 
     def __init__(self, engine: RuleEngine, manager: EventManager, context_id: int, job: JobInfo,
-                 repeat_cap: int = REPEAT_CAP):
+                 repeat_cap: int = REPEAT_CAP, group_cap: int = GROUP_CAP):
         self.engine = engine
         self.manager = manager
         self.context_id = context_id
@@ -136,8 +152,10 @@ class ExtractionPhase:
         self.added = 0
         self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
         self.repeat_cap = repeat_cap
-        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
-        self._repeats: dict[tuple, list] = {}  # (oc, key) -> [count, first_line, last_line, last_ts] (this observation)
+        self.group_cap = group_cap
+        self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
+        self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
+        self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         """The line's node and what the line says of itself (rank, uptime, "_ts");
@@ -153,21 +171,26 @@ class ExtractionPhase:
             extra["_ts"] = ts
         if obs.node:
             extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
-            return obs.node, extra
+        return self._node_of(obs, line, rank), extra
+
+    def _node_of(self, obs: Observation, line: str, rank: int | None) -> str | None:
+        """The node a line belongs to: declared, else its printing host, else its rank's, else the job's only one."""
+        if obs.node:
+            return obs.node
         if obs.source == "scheduler":
-            return None, extra  # the record's own lines: only the node JobInfo names
+            return None  # the record's own lines: only the node JobInfo names
         host_name = host_of(line)
         if host_name:
             host = self.engine.config.canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
-                return host, extra
+                return host
         if rank is not None:
             node = self.job.rank_to_node(rank)
             if node:
-                return node, extra
+                return node
         if len(self.job.nodes) == 1:
-            return self.job.nodes[0], extra
-        return None, extra
+            return self.job.nodes[0]
+        return None
 
     def apply(self, obs: Observation, progress: Callable[[int], None] | None = None, plan: "ScanPlan | None" = None) -> int:
         """Extract one observation; `plan` restricts the rules (inline tests)."""
@@ -177,74 +200,108 @@ class ExtractionPhase:
         line_base = obs.first_line
         active: list[_ActiveAccumulator] = []
         carry = TimeCarry(self.year)
-        for chunk in obs.chunks():
-            carry.new_chunk()
-            if active:
-                active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-            hits = plan.scanner.scan(chunk) if plan.rules else []
-            counted_pos, counted_line = 0, line_base
-            for start, end, idx, caps in hits:
-                counted_line += chunk.count(b"\n", counted_pos, start)
-                counted_pos = start
-                rule = plan.rules[idx]
-                line = decode_line(chunk[start:end])
-                # the carried timestamp is looked up only for a line without its own
-                carried = partial(carry.before, chunk, start)
-                if isinstance(rule, AccumulatorRule):
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc, carried)
-                    if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
-                        active.append(acc)
-                    carry.saw(acc.ts if acc is not None else None, end)
-                    continue
-                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carried), end)
-            line_base += chunk.count(b"\n")
-            if progress:
-                progress(len(chunk))
+        scanned = self._scanned(obs, plan)
+        try:
+            for chunk, hits in scanned:
+                carry.new_chunk()
+                if active:
+                    active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+                counted_pos, counted_line = 0, line_base
+                for start, end, idx, caps in hits:
+                    counted_line += chunk.count(b"\n", counted_pos, start)
+                    counted_pos = start
+                    rule = plan.rules[idx]
+                    line = decode_line(chunk[start:end])
+                    if isinstance(rule, AccumulatorRule):
+                        # the carried timestamp is looked up only for a line without its own
+                        acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
+                                                      partial(carry.before, chunk, start))
+                        if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
+                            active.append(acc)
+                        carry.saw(acc.ts if acc is not None else None, end)
+                        continue
+                    carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
+                line_base = counted_line + chunk.count(b"\n", counted_pos)
+                if progress:
+                    progress(len(chunk))
+        finally:
+            scanned.close()  # worker processes end here, even on an error or a timeout
         for acc in active:
             acc.finish(self)
         if self._repeats:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
-                                      for (oc_, (rule, etype, sym, node, _caps)), agg in self._repeats.items()])
+                                      for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
             self._repeats.clear()
         self.manager.flush()
         return self.added - before
 
+    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list]]:
+        """(chunk, hits) in file order: a large log file is scanned by worker
+        processes (`rulekit.extract.parallel`), anything else here; the same chunks
+        and hits either way, so what follows cannot tell them apart."""
+        size = self.chunk_size
+        if not plan.rules:
+            return ((chunk, []) for chunk in obs.chunks(size))
+        workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
+        if workers:
+            return parallel_scan(obs.path, plan.scanner, workers, size)
+        scan = plan.scanner.scan
+        return ((chunk, scan(chunk)) for chunk in obs.chunks(size))
+
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carried: Callable[[], str | None] | None = None) -> str | None:
-        """Add the rule's event for one line; returns the line's own timestamp."""
-        node, extra = self.resolve_node(obs, line)
-        values: dict[str, Any] = dict(rule.lookup)
-        values.update({k: v for k, v in caps.items() if v is not None})
+              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
+        """Add the rule's event for one line; returns the line's own timestamp (None
+        for a repeat beyond the cap).  What only a stored event shows (uptime, the
+        rendered fields, the carried timestamp) is computed only for one that is stored."""
+        ts, uptime = timestamp_of(line, self.year)
+        rank = rank_of(line)
         emit = rule.emit
+        values: dict[str, Any] = dict(rule.lookup)
+        for k, v in caps.items():
+            if v is not None:
+                values[k] = v
+        node = None
         if emit.node:
             rendered = render(emit.node, values)
-            node = self.engine.config.canonical_node(rendered) if rendered else node
-        fields = dict(values)
-        for k, t in emit.fields:
-            fields[k] = render(t, values)
-        ts = extra.pop("_ts", None)
-        fields.update(extra)
-        if ts is None and carried is not None:
-            c = carried()
-            if c:
-                fields["carried_ts"] = c
+            if rendered:
+                node = self.engine.config.canonical_node(rendered)
+        if node is None and not (emit.node and rendered):
+            node = self._node_of(obs, line, rank)
         symptom = render(emit.symptom, values) if emit.symptom else None
         if symptom:
             symptom = self.engine.registry.canonical(symptom)
-        etype = EMIT_TYPES[emit.type].value
-        key = (rule.name, etype, symptom, node, tuple(caps.values()))  # the same evidence again (any rank)
+        etype = event_type_name(emit.type)
+        group = (rule.name, etype, symptom, node)
+        key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
-        if kept >= self.repeat_cap:
-            agg = self._repeats.get((oc, key))
+        in_group = self._group_kept.get(group, 0)
+        if kept >= self.repeat_cap or in_group >= self.group_cap:
+            if ts is None and carry is not None:
+                carry.advance(chunk, start)  # what a lookback here would have remembered
+            agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
             if agg is None:
-                self._repeats[(oc, key)] = [1, line_num, line_num, ts]
+                self._repeats[(oc, group)] = [1, line_num, line_num, ts]
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
-            return
+            return None
         self._kept[key] = kept + 1
-        payload = {"node": node, "symptom": symptom, "fields": fields}
-        self.manager.add(self.context_id, etype, rule.name, oc, ts, line_num, line, node, payload)
+        self._group_kept[group] = in_group + 1
+        fields = dict(values)
+        for k, t in emit.fields:
+            fields[k] = render(t, values)
+        if rank is not None:
+            fields["rank"] = rank
+        if uptime is not None:
+            fields["uptime"] = uptime
+        if obs.node:
+            fields["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
+        if ts is None and carry is not None:
+            c = carry.before(chunk, start)
+            if c:
+                fields["carried_ts"] = c
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule.name, oc, ts, line_num, line, node, symptom, fields))
         self.added += 1
         return ts
 
@@ -267,11 +324,11 @@ class ExtractionPhase:
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
-        payload = {"node": node, "symptom": symptom, "fields": dict(spec.fields)}
-        etype = EMIT_TYPES[spec.type].value if spec.type in EMIT_TYPES else spec.type
-        self.manager.add(self.context_id, etype, rule, oc, spec.timestamp or ts,
-                         spec.line_num if spec.line_num is not None else line_num,
-                         spec.datum if spec.datum is not None else datum, node, payload)
+        etype = event_type_name(spec.type)
+        m = self.manager
+        m.add(m.row(self.context_id, etype, rule, oc, spec.timestamp or ts,
+                    spec.line_num if spec.line_num is not None else line_num,
+                    spec.datum if spec.datum is not None else datum, node, symptom, dict(spec.fields)))
         self.added += 1
 
 
@@ -295,18 +352,17 @@ class _ActiveAccumulator:
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines)."""
-        from rulekit.extract.linectx import rank_of
-
         n = len(chunk)
         while pos < n and not self.done:
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
-            line = decode_line(chunk[pos:end])
+            raw = chunk[pos:end]
             pos = end + 1
             if self.rank is not None:
-                r = rank_of(line)
+                r = rank_of_raw(raw)  # another rank's line is skipped before it is decoded
                 if r is not None and r != self.rank:
                     continue
+            line = decode_line(raw)
             self.fed += 1
             keep = False
             try:
@@ -341,12 +397,15 @@ class _ActiveAccumulator:
 
 
 class FilterPhase:
+    """Every filter in corpus order (stratum, then priority); each runs as the
+    stream's current rule, so its changes need not name it."""
+
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            state.stream.phase = f"filter:{stratum.name if stratum else rule.priority}"
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name)
-            state.run_rule(rule.name, lambda: rule.func(ctx))
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
+            with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
+                state.run_rule(rule.name, lambda: rule.func(ctx))
 
 
 # ---- phase 3: refinement -----------------------------------------------------------------------------
@@ -356,57 +415,70 @@ _sort_key = event_order_key  # one explicit order everywhere (rulekit/engine/ord
 
 
 class RefinementPhase:
+    """The spec's refinement as named steps, run in `STEPS` order:
+
+    - scrub: one SymptomSet per node from its bad-node events; SCRUB refiners per node;
+    - final: the job-wide set (aggregated); FINAL refiners; removals back-propagated;
+    - outcome: the job-wide set again; the outcome mapping (`decide_outcome`);
+    - post_outcome: POST_OUTCOME refiners (may change the decision); removals back-propagated.
+
+    Refiners see the stream frozen: they change symptom sets, and the phase turns
+    those changes into event changes at back-propagation."""
+
+    STEPS = ("scrub", "final", "outcome", "post_outcome")
+
     def apply(self, state: AttributionState) -> None:
+        state.stream.phase = "refine"
+        for step in self.STEPS:
+            getattr(self, step)(state)
+
+    def _run(self, state: AttributionState, rules: list, make_ctx: Callable[[Any], RefinerContext]) -> None:
+        with state.stream.frozen():
+            for rule in rules:
+                ctx = make_ctx(rule)
+                state.run_rule(rule.name, lambda: rule.func(ctx))
+
+    def scrub(self, state: AttributionState) -> None:
         reg = state.engine.registry
-        stream = state.stream
-        stream.phase = "refine"
-        bad = stream.bad_events()
         node_sets: dict[str | None, SymptomSet] = {}
-        for e in bad:
-            if not e.symptom:
-                continue
-            s = node_sets.setdefault(e.node, SymptomSet(reg, e.node, state.trace, "refine:SCRUB"))
-            s._put(e.symptom, e.node, e.id)
+        for e in state.stream.bad_events():
+            if e.symptom:
+                node_set = node_sets.get(e.node)
+                if node_set is None:
+                    node_set = node_sets[e.node] = SymptomSet(reg, e.node, state.trace, "refine:SCRUB")
+                node_set.put(e.symptom, e.node, e.id)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
+        for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
+            self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
+                                                                reg, node=node, rule=rule.name))
+
+    def final(self, state: AttributionState) -> None:
+        state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
-        post = [r for r in state.engine.refiners if r.priority >= RefinerPriority.POST_OUTCOME]
-        stream.read_only = True
-        try:
-            for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
-                for rule in scrub:
-                    ctx = RefinerContext(node_sets[node], node_sets, stream, state.job, reg, node=node, rule=rule.name)
-                    state.run_rule(rule.name, lambda: rule.func(ctx))
-            job_set = self._aggregate(state, "refine:FINAL")
-            state.job_set = job_set
-            for rule in final:
-                ctx = RefinerContext(job_set, node_sets, stream, state.job, reg, rule=rule.name)
-                state.run_rule(rule.name, lambda: rule.func(ctx))
-        finally:
-            stream.read_only = False
+        self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
+                                                            state.engine.registry, rule=rule.name))
         self._back_propagate(state, job_set)
-        # outcome mapping on what remains
-        job_set = self._aggregate(state, "refine:POST_OUTCOME")
-        state.job_set = job_set
+
+    def outcome(self, state: AttributionState) -> None:
+        """The outcome mapping on what remains."""
+        state.job_set = job_set = self._aggregate(state, "refine:POST_OUTCOME")
         state.decision = decide_outcome(job_set, self._first_events(state))
-        stream.read_only = True
-        try:
-            for rule in post:
-                ctx = RefinerContext(job_set, node_sets, stream, state.job, reg, outcome=state.decision, rule=rule.name)
-                state.run_rule(rule.name, lambda: rule.func(ctx))
-        finally:
-            stream.read_only = False
+
+    def post_outcome(self, state: AttributionState) -> None:
+        post = [r for r in state.engine.refiners if r.priority >= RefinerPriority.POST_OUTCOME]
+        job_set = state.job_set
+        assert job_set is not None  # set by the outcome step
+        self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
+                                                           state.engine.registry, outcome=state.decision,
+                                                           rule=rule.name))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:
         job_set = SymptomSet(state.engine.registry, None, state.trace, phase)
         for node, s in state.node_sets.items():
             s.phase = phase
-            for sym in s.symptoms():
-                for eid in s.event_ids(sym):
-                    job_set._put(sym, node, eid)
-                if not s.event_ids(sym):
-                    job_set._put(sym, node, None)
+            job_set.merge(s, node)
         return job_set
 
     def _back_propagate(self, state: AttributionState, job_set: SymptomSet) -> None:
@@ -414,25 +486,31 @@ class RefinementPhase:
         stream = state.stream
         prev = stream.phase
         for node, s in state.node_sets.items():
-            for sym in list(s._nodes):
-                removal = job_set.removed.get(sym) or s.removed.get(sym)
+            for sym in s.recorded():
+                job_wide = job_set.removal(sym)
+                removal = job_wide or s.removal(sym)
                 if removal is None:
                     continue
-                events = [e for e in (stream.get(i) for i in s.event_ids(sym)) if e is not None and e.is_bad]
-                stream.phase = job_set.phase if sym in job_set.removed else s.phase
+                events = [e for e in stream.events(s.event_ids(sym)) if e.is_bad]
+                stream.phase = job_set.phase if job_wide is not None else s.phase
                 if removal.action == "discard":
                     stream.discard(events, removal.rule, removal.reason)
                 else:
                     stream.demote(events, removal.rule, removal.reason)
-                s.removed.setdefault(sym, removal)
+                s.record_removal(sym, removal)
         stream.phase = prev
 
     def _first_events(self, state: AttributionState) -> dict[str, tuple[Any, int, str | None]]:
-        out: dict[str, tuple[Any, int, str | None]] = {}
-        for e in sorted(state.stream.bad_events(), key=_sort_key):
-            if e.symptom and e.symptom not in out:
-                out[e.symptom] = (_sort_key(e)[:-1], e.id, e.node)  # the order without the event id
-        return out
+        """symptom -> (order key without the event id, event id, node) of its earliest
+        bad event, in that order (one pass: a minimum per symptom, not a sort of all)."""
+        first: dict[str, tuple[tuple, Event]] = {}
+        for e in state.stream.bad_events():
+            if e.symptom:
+                k = _sort_key(e)
+                got = first.get(e.symptom)
+                if got is None or k < got[0]:
+                    first[e.symptom] = (k, e)
+        return {sym: (k[:-1], e.id, e.node) for sym, (k, e) in sorted(first.items(), key=lambda kv: kv[1][0])}
 
 
 # ---- phase 4: collection ---------------------------------------------------------------------------------
@@ -441,15 +519,12 @@ class RefinementPhase:
 class CollectionPhase:
     def apply(self, state: AttributionState, partial: dict[str, Any]) -> None:
         state.stream.phase = "collect"
-        state.stream.read_only = True
-        try:
+        with state.stream.frozen():
             for rule in state.engine.collectors:
                 ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name)
                 value = state.run_rule(rule.name, lambda: rule.func(ctx))
                 if value is not None:
                     state.collectors[rule.name] = value
-        finally:
-            state.stream.read_only = False
 
 
 # ---- phase 5: reporting ------------------------------------------------------------------------------------
@@ -518,18 +593,20 @@ class ReportPhase:
 
 def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
               most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; a few per (symptom, node)
-    (`per_key`), `most` in all (EngineOptions.evidence_per_key / evidence_max)."""
-    ordered = sorted(events, key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
-    per: dict[tuple, int] = {}
-    out = []
-    dropped = 0
-    for e in ordered:
-        key = (e.event_type, e.symptom, e.node)
-        per[key] = per.get(key, 0) + 1
-        if per[key] > per_key or len(out) >= most:
-            dropped += 1
-            continue
-        out.append(e.to_evidence())
-    return out, dropped
+    """Bad events first (by rank), then interesting ones; the first `per_key` per
+    (type, symptom, node), `most` in all (EngineOptions.evidence_per_key /
+    evidence_max); returns them and how many were left out.
+
+    Within one key the type and rank are the same, so its first few in the report's
+    order are its first few by event order: those are picked per key (no sort of
+    every event), then only they are sorted."""
+    groups: dict[tuple, list[Event]] = {}
+    for e in events:
+        groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
+    picked: list[Event] = []
+    for group in groups.values():
+        picked.extend(group if len(group) <= per_key else heapq.nsmallest(per_key, group, key=_sort_key))
+    picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
+    out = [e.to_evidence() for e in picked[:most]]
+    return out, len(events) - len(out)
 

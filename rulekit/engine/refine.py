@@ -35,10 +35,35 @@ class SymptomSet:
         self.removed: dict[str, Removal] = {}
         self.added_by: dict[str, str] = {}
 
-    def _put(self, symptom: str, node: str | None, event_id: int | None) -> None:
+    # ---- building (the phase runner) ----
+    def put(self, symptom: str, node: str | None, event_id: int | None = None) -> None:
+        """Record that `node` carries `symptom` (through event `event_id`, if any)."""
         self._nodes.setdefault(symptom, set()).add(node)
         if event_id is not None:
             self._events.setdefault(symptom, []).append(event_id)
+
+    _put = put  # the former private name
+
+    def merge(self, other: "SymptomSet", node: str | None) -> None:
+        """Add every active symptom of `other` as carried by `node` (with its events)."""
+        for sym in other.symptoms():
+            ids = other.event_ids(sym)
+            for eid in ids:
+                self.put(sym, node, eid)
+            if not ids:
+                self.put(sym, node, None)
+
+    def recorded(self) -> list[str]:
+        """Every symptom ever put, removed or not, in the order first put."""
+        return list(self._nodes)
+
+    def removal(self, symptom: str) -> "Removal | None":
+        """How `symptom` was removed (discard / demote, by which rule), or None if active."""
+        return self.removed.get(symptom)
+
+    def record_removal(self, symptom: str, removal: "Removal") -> None:
+        """Note a removal decided elsewhere (job-wide) unless this set has its own."""
+        self.removed.setdefault(symptom, removal)
 
     # ---- reading ----
     def symptoms(self) -> list[str]:

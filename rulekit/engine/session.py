@@ -9,6 +9,7 @@ so every attribution sees exactly the events extraction produced.
 """
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any, Callable, Iterable
 
@@ -35,7 +36,7 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int | None = None):
+                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None):
         self.engine = engine
         self.job = job
         self._own_manager = manager is None
@@ -44,7 +45,8 @@ class Session:
                                                spill_threshold=opts.spill_rows, spill_bytes=opts.spill_bytes)
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
         self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job,
-                                           opts.repeat_cap if repeat_cap is None else repeat_cap)
+                                           opts.repeat_cap if repeat_cap is None else repeat_cap,
+                                           opts.group_cap if group_cap is None else group_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
         self.trace: list[TraceEntry] = []
@@ -96,9 +98,15 @@ class Session:
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
-        partial = ReportPhase().apply(state)
-        CollectionPhase().apply(state, partial)
+        # The report is built once, before collection: collectors read it (`context.result`)
+        # and nothing they can reach changes it (the stream is frozen).  They get a copy;
+        # the result then takes their values (`collectors` is `state.collectors` itself)
+        # and the errors of collectors that raised.  (This used to build the report twice.)
         result = ReportPhase().apply(state)
+        partial = {k: v if k == "collectors" else copy.deepcopy(v) for k, v in result.items()}
+        CollectionPhase().apply(state, partial)
+        if state.errors:
+            result["rule_errors"] = state.errors
         aggregated = self.manager.repeats(self.context_id, EVIDENCE_TYPES)
         if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
             result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated

@@ -19,16 +19,19 @@ Knows nothing about rules beyond their names.
 from __future__ import annotations
 
 import json
+import operator
 import os
 import shutil
 import sqlite3
 import tempfile
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
-from rulekit.rules.model import EMIT_TYPES, EventSpec, EventType
+from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
+from rulekit.rules.selection import Selection
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -84,6 +87,23 @@ MAX_DATUM = 4096  # characters of the source line kept on an event
 SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory database larger than this moves to a private file
 
 
+class EventRow(NamedTuple):
+    """One row of the events table, in `_COLUMNS` order: what `EventManager.row()`
+    builds and `EventManager.add()` buffers (ids, not names; payload as JSON)."""
+
+    context_id: int
+    event_type: int
+    source_rule: int | None
+    obs_context_id: int | None
+    timestamp: str | None
+    line_num: int | None
+    source_datum: str | None
+    resources: str | None  # the node
+    symptom: str | None
+    rank: int | None
+    payload: str
+
+
 @dataclass(slots=True)
 class Event:
     id: int
@@ -118,9 +138,10 @@ class Event:
                 "datum": self.datum}
 
 
-@dataclass(frozen=True)
-class TraceEntry:
-    """What a rule did to an event (for `rulekit explain` and the report)."""
+class TraceEntry(NamedTuple):
+    """What a rule did to an event (for `rulekit explain` and the report).  Immutable;
+    a named tuple because a job's trace holds one per change (a frozen dataclass
+    costs ~5x as much to build)."""
 
     phase: str
     rule: str
@@ -145,7 +166,7 @@ class EventManager:
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
         self.conn.executescript(SCHEMA)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
-        self._buffer: list[tuple] = []
+        self._buffer: list[EventRow] = []
         self.buffer_size = buffer_size
         self.spill_threshold = spill_threshold  # rows, or
         self.spill_bytes = spill_bytes  # bytes of database pages
@@ -195,27 +216,38 @@ class EventManager:
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     # ---- inserts ----
-    def add(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None, timestamp: str | None,
-            line_num: int | None, datum: str | None, node: str | None, payload: dict[str, Any]) -> None:
-        """Buffer one event (extraction path: write-only, flushed in batches).  `payload`
-        may carry "node" and "symptom" (stored in their own columns) and "fields"
-        (its "rank" is also stored in the rank column)."""
-        self._buffer.append(self.row(context_id, event_type, rule, obs_context_id, timestamp, line_num, datum, node,
-                                     payload))
+    def add(self, row: "EventRow") -> None:
+        """Buffer one event row (`row()` builds it; extraction path: write-only,
+        flushed in batches of `buffer_size`)."""
+        self._buffer.append(row)
         if len(self._buffer) >= self.buffer_size:
             self.flush()
 
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
-            payload: dict[str, Any]) -> tuple:
-        """The events-table row (in `_COLUMNS` order) for one event."""
-        fields = payload.get("fields")
+            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> "EventRow":
+        """The one builder of an events-table row: node, symptom and `fields["rank"]`
+        (when an int) go to their own columns; the payload column is the JSON of
+        {"fields": fields, **extra} (`extra`: "added_by", "cause_event", ...)."""
+        ids = self._ids
+        et = ids["event_types"].get(event_type)
+        if et is None:
+            et = self.lookup("event_types", event_type)
+        rid = None
+        if rule:
+            rid = ids["rules"].get(rule)
+            if rid is None:
+                rid = self.lookup("rules", rule)
         rank = fields.get("rank") if fields else None
-        return (context_id, self.lookup("event_types", event_type), self.lookup("rules", rule) if rule else None,
-                obs_context_id, timestamp, line_num, _clip(datum), node, payload.get("symptom"),
-                rank if isinstance(rank, int) and not isinstance(rank, bool) else None, encode_payload(payload))
+        if rank is not None and (type(rank) is not int):
+            rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        body: dict[str, Any] = {"fields": fields} if fields is not None else {}
+        if extra:
+            body.update(extra)
+        return EventRow(context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
+                        _ENCODER.encode(body))
 
-    def insert_now(self, row: tuple) -> int:
+    def insert_now(self, row: "EventRow") -> int:
         self.flush()
         cur = self.conn.execute(_INSERT, row)
         return int(cur.lastrowid)  # type: ignore[arg-type]
@@ -363,21 +395,46 @@ def _clip(text: str | None) -> str | None:
     return text[:MAX_DATUM] + f"... [{len(text) - MAX_DATUM} more characters]"
 
 
-_SELECT = ("SELECT e.id, et.name, r.name, e.resources, e.timestamp, e.line_num, e.source_datum, e.payload, "
-           "s.name, f.name, oc.label, e.obs_context_id, e.symptom FROM events e "
-           "JOIN event_types et ON et.id = e.event_type "
-           "LEFT JOIN rules r ON r.id = e.source_rule LEFT JOIN observation_contexts oc ON oc.id = e.obs_context_id "
-           "LEFT JOIN obs_sources s ON s.id = oc.source_id LEFT JOIN obs_formats f ON f.id = oc.format_id "
-           "WHERE e.context_id = ?")
+# one context's events, in id order: the small lookup tables are mapped in Python
+# (`_Names`), not joined per row
+_SELECT = ("SELECT id, event_type, source_rule, resources, timestamp, line_num, source_datum, payload, obs_context_id, "
+           "symptom FROM events WHERE context_id = ? ORDER BY id")
+_OBS = ("SELECT oc.id, s.name, f.name, oc.label FROM observation_contexts oc "
+        "LEFT JOIN obs_sources s ON s.id = oc.source_id LEFT JOIN obs_formats f ON f.id = oc.format_id")
 
 
-def _decode(row: tuple) -> Event:
-    payload = json.loads(row[7]) if row[7] else {}
-    payload["node"] = row[3]
-    payload["symptom"] = row[12]
-    return Event(id=row[0], event_type=row[1], rule=row[2], node=row[3], symptom=row[12], timestamp=row[4],
-                 line_num=row[5], datum=row[6], source=row[8], format=row[9], label=row[10], payload=payload,
-                 obs_context_id=row[11])
+class _Names:
+    """Id -> name of event types and rules, id -> (source, format, label) of observation
+    contexts: read once per working set (a few hundred rows, not one join per event)."""
+
+    def __init__(self, conn: sqlite3.Connection, context_id: int):
+        self.types = dict(conn.execute("SELECT id, name FROM event_types").fetchall())
+        self.rules = dict(conn.execute("SELECT id, name FROM rules").fetchall())
+        self.obs = {r[0]: r[1:] for r in conn.execute(_OBS + " WHERE oc.context_id = ?", (context_id,))}
+        self._conn = conn
+
+    def obs_of(self, oc: int | None) -> tuple:
+        if oc is None:
+            return (None, None, None)
+        got = self.obs.get(oc)
+        if got is None:  # another context's observation (not made by this library's writers)
+            row = self._conn.execute(_OBS + " WHERE oc.id = ?", (oc,)).fetchone()
+            got = self.obs[oc] = row[1:] if row else (None, None, None)
+        return got
+
+
+_loads = json.JSONDecoder().decode
+
+
+def _decode(row: tuple, names: _Names) -> Event:
+    eid, etype, rule, node, ts, line_num, datum, raw, oc, symptom = row
+    payload = _loads(raw) if raw else {}
+    payload["node"] = node
+    payload["symptom"] = symptom
+    source, fmt, label = names.obs_of(oc)
+    # positional, in Event's field order (the working set decodes every event of a job)
+    return Event(eid, names.types[etype], names.rules.get(rule) if rule is not None else None, node, symptom, ts,
+                 line_num, datum, source, fmt, label, payload, oc)
 
 
 class ReadOnlyStreamError(RuntimeError):
@@ -450,8 +507,8 @@ class _WorkingSet:
         return d
 
 
-def _type_name(t: str | EventType) -> str:
-    return EMIT_TYPES[t].value if t in EMIT_TYPES else (t.value if isinstance(t, EventType) else t)
+_type_name = event_type_name
+_by_id = operator.attrgetter("id")
 
 
 class EventStream:
@@ -466,6 +523,7 @@ class EventStream:
         self.phase = phase
         self.trace: list[TraceEntry] = trace if trace is not None else []
         self.read_only = False
+        self.rule: str | None = None  # the rule running now: the default author of every change
         self._ws: _WorkingSet | None = None
         # symptom alias -> canonical name (the registry's), applied on every write and query
         self.canonical: Callable[[str], str] = lambda name: name
@@ -473,10 +531,41 @@ class EventStream:
     def _set(self) -> _WorkingSet:
         if self._ws is None:
             self.manager.flush()
-            rows = self.manager.conn.execute(_SELECT + " ORDER BY e.id", (self.context_id,))
-            self._ws = _WorkingSet(_decode(r) for r in rows)
+            conn = self.manager.conn
+            names = _Names(conn, self.context_id)
+            self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
             self.manager.streams.add(self)
         return self._ws
+
+    @contextmanager
+    def frozen(self) -> Iterator["EventStream"]:
+        """Read-only inside the block (refiners, collectors); the previous state after it."""
+        before = self.read_only
+        self.read_only = True
+        try:
+            yield self
+        finally:
+            self.read_only = before
+
+    @contextmanager
+    def running(self, rule: str | None, phase: str | None = None) -> Iterator["EventStream"]:
+        """`rule` (and `phase`) author the changes made inside the block; a rule's
+        calls need not repeat its own name."""
+        before = self.rule, self.phase
+        self.rule = rule
+        if phase is not None:
+            self.phase = phase
+        try:
+            yield self
+        finally:
+            self.rule, self.phase = before
+
+    def _author(self, rule: str | None) -> str:
+        """The rule a change is recorded for: the one named, else the running one."""
+        name = self.rule if rule is None else rule  # "" stays "" (refiners may name no rule)
+        if name is None:
+            raise ValueError("no rule name: pass rule=... or change the stream from inside a running rule")
+        return name
 
     def forget(self) -> None:
         """Drop the working set (after a restore); the next read decodes the store again."""
@@ -522,6 +611,10 @@ class EventStream:
         else:
             pool = ws.by_id.values()
         pre = None if prefix is None else ((prefix,) if isinstance(prefix, str) else tuple(prefix))
+        if node is None and rule is None and pre is None:  # the common reads: one index, at most the type left
+            if types is None:
+                return list(pool)
+            return [e for e in pool if e.event_type in types]
         out = []
         for e in pool:
             if types is not None and e.event_type not in types:
@@ -537,8 +630,30 @@ class EventStream:
             out.append(e)
         return out
 
+    def select(self, sel: Selection, *more: Selection) -> list[Event]:
+        """The events a `Selection` (or any of several) names, in id order, answered
+        from the symptom index: exact symptoms are looked up, prefixes scan symptom
+        names, not events.  Each event once, even when several patterns name it."""
+        if more:
+            return sorted({e.id: e for s in (sel, *more) for e in self.select(s)}.values(), key=_by_id)
+        ws = self._set()
+        if sel.any_symptom:
+            return self.query(list(sel.types)) if sel.types is not None else self.query()
+        names = set(sel.symptoms)  # as written, like the DSL's own matcher (no alias lookup)
+        if sel.prefixes:
+            names.update(s for s in ws.by_symptom if isinstance(s, str) and s.startswith(sel.prefixes))
+        types = None if sel.types is None else frozenset(sel.types)
+        out = [e for n in names for e in ws.of_symptom(n).values() if types is None or e.event_type in types]
+        out.sort(key=_by_id)
+        return out
+
     def get(self, event_id: int) -> Event | None:
         return self._set().by_id.get(event_id)
+
+    def events(self, ids: Iterable[int]) -> list[Event]:
+        """The events with these ids still in the stream, in the order given."""
+        by_id = self._set().by_id
+        return [e for e in map(by_id.get, ids) if e is not None]
 
     def all(self) -> list[Event]:
         return self.query()
@@ -560,44 +675,60 @@ class EventStream:
         if self.read_only:
             raise ReadOnlyStreamError(f"the event stream is read-only in phase {self.phase or '?'}")
 
-    def add(self, spec: EventSpec, rule: str, cause: Event | None = None, reason: str = "") -> Event:
+    def add(self, spec: EventSpec, rule: str | None = None, cause: Event | None = None, reason: str = "") -> Event:
+        """Add a derived event (`cause`: the event it is derived from)."""
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         etype = _type_name(spec.type)
         node = spec.node if spec.node is not None else (cause.node if cause else None)
         symptom = self.canonical(spec.symptom) if spec.symptom else spec.symptom
-        payload: dict[str, Any] = {"node": node, "symptom": symptom, "fields": dict(spec.fields), "added_by": rule}
+        extra: dict[str, Any] = {"added_by": rule}
         if cause is not None:
-            payload["cause_event"] = cause.id
+            extra["cause_event"] = cause.id
         m = self.manager
         row = m.row(self.context_id, etype, rule, cause.obs_context_id if cause else None,
                     spec.timestamp or (cause.timestamp if cause else None),
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
-                    spec.datum if spec.datum is not None else (cause.datum if cause else None), node, payload)
+                    spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
+                    dict(spec.fields), extra)
         eid = m.insert_now(row)
         self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = json.loads(row[10])
+        stored = json.loads(row.payload)
         stored["node"], stored["symptom"] = node, symptom
-        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row[4],
-                   line_num=row[5], datum=row[6], source=cause.source if cause else None,
+        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
+                   line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
-                   payload=stored, obs_context_id=row[3])
+                   payload=stored, obs_context_id=row.obs_context_id)
         ws.put(ev)
         return ev
 
-    def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str, action: str, reason: str) -> int:
+    def move_to_node(self, event: Event, node: str, reason: str = "", rule: str | None = None) -> Event:
+        """Re-attribute `event` to `node`: a copy on that node (same type, symptom,
+        fields, line, timestamp and text, caused by the original) replaces it."""
+        e = event
+        moved = self.add(EventSpec(type=short_type(e.event_type), symptom=e.symptom, node=node, fields=dict(e.fields),
+                                   line_num=e.line_num, timestamp=e.timestamp, datum=e.datum),
+                         rule=rule, cause=e, reason=reason)
+        self.discard([e], rule=rule, reason=f"re-attributed to {node}")
+        return moved
+
+    def _retype(self, events: Iterable[Event], to: EventType, frm: EventType, rule: str | None, action: str,
+                reason: str) -> int:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         n = 0
+        frm_type, to_type = frm.value, to.value
         for given in events:
             e = ws.by_id.get(given.id)
-            if e is None or e.event_type != frm.value:
+            if e is None or e.event_type != frm_type:
                 continue
             e.payload.setdefault("history", []).append({"rule": rule, "action": action, "reason": reason})
             if action == "demote":
                 e.payload["demoted_by"] = rule
-            ws.retype(e, to.value)
+            ws.retype(e, to_type)
             if given is not e:  # a caller's copy stays in step
                 given.event_type, given.payload = e.event_type, e.payload
             n += 1
@@ -606,16 +737,17 @@ class EventStream:
             self.manager.pending.add(self)
         return n
 
-    def demote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def demote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """bad -> interesting; returns how many changed."""
         return self._retype(events, EventType.INTERESTING_NODE, EventType.BAD_NODE, rule, "demote", reason)
 
-    def promote(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def promote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """interesting -> bad; returns how many changed."""
         return self._retype(events, EventType.BAD_NODE, EventType.INTERESTING_NODE, rule, "promote", reason)
 
-    def discard(self, events: Iterable[Event], rule: str, reason: str = "") -> int:
+    def discard(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         n = 0
         for given in events:
@@ -629,8 +761,9 @@ class EventStream:
             self.manager.pending.add(self)
         return n
 
-    def set_symptom(self, event: Event, symptom: str, rule: str, reason: str = "") -> None:
+    def set_symptom(self, event: Event, symptom: str, rule: str | None = None, reason: str = "") -> None:
         self._check_writable()
+        rule = self._author(rule)
         ws = self._set()
         e = ws.by_id.get(event.id)
         if e is None:  # discarded, or not this job's: nothing to change

@@ -136,6 +136,7 @@ class JobOutcome:
     error: str | None = None
     seconds: float = 0.0
     worker: str = field(default="", compare=False)
+    cpu: float = field(default=0.0, compare=False)  # CPU seconds of the thread that ran it (load does not stretch it)
 
     @property
     def ok(self) -> bool:
@@ -164,12 +165,14 @@ def run_job(engine: Any, job: Task, with_trace: bool = False, timeout: float | N
             stuck: Callable[[], None] | None = None, grace: float = STUCK_GRACE) -> JobOutcome:
     """Attribute one job attempt under the time limit; every failure becomes the outcome's error.
     `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     try:
         result = call_with_deadline(lambda: job.run(engine, with_trace, progress), timeout, stuck, grace=grace)
-        return JobOutcome(job, result=result, seconds=time.perf_counter() - t0, worker=worker)
+        return JobOutcome(job, result=result, seconds=time.perf_counter() - t0, worker=worker,
+                          cpu=time.thread_time() - c0)
     except (Exception, JobTimeout) as e:  # the batch goes on: a job's failure is data
-        return JobOutcome(job, error=describe_error(e), seconds=time.perf_counter() - t0, worker=worker)
+        return JobOutcome(job, error=describe_error(e), seconds=time.perf_counter() - t0, worker=worker,
+                          cpu=time.thread_time() - c0)
 
 
 class Executor(ABC):

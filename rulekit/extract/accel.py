@@ -13,8 +13,10 @@ loop over lines or rules on the hot path:
 2. *Candidates.*  On a pyre2 gate-hit line only, an Aho-Corasick automaton
    (ahocorasick-rs, DFA, overlapping) over the lower-cased line maps each rule's
    chosen key literal (`literals.choose_keys`: rarest in a benign sample) to the
-   rule; the few rules without any key literal are candidates when a small pyre2
-   alternation of just those rules matches the line.
+   rule, which stays a candidate only if the line also holds one literal of each
+   of its other required factors (plain `in` tests); the few rules without any
+   key literal are candidates when a small pyre2 alternation of just those rules
+   matches the line.
 3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
    also yields the named captures (on an ASCII line, an ASCII pattern runs as its
    bytes twin: same meaning there, many times faster in pyre2).
@@ -123,7 +125,9 @@ class Accelerator:
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
         self.compiled_ascii = _Lazy(self.patterns, _bytes_twin)
-        self._named = _Lazy(self.patterns, lambda p: bool(compile_pattern(p).groupindex))
+        # whether a pattern has named groups, read from the form confirmation compiles
+        # anyway (the bytes twin on ASCII lines): never a third compile
+        self._named = _Lazy(list(range(len(self.patterns))), self._has_names)
         if sample is None:
             sample = default_sample()
         self.backend = "hyperscan" if (backend == "hyperscan" or (backend == "auto" and _hs is not None)) else "re2"
@@ -153,9 +157,18 @@ class Accelerator:
         if self.backend == "hyperscan":
             self._build_hyperscan(supersets)
             re2_members = [i for i in range(n) if i not in self._hs_members]
+        # the rule's other required factors: a key-literal candidate lacking one of them
+        # cannot match, so it is never confirmed (the same lower-cased-bytes soundness as keys)
+        self._extra_factors: list[tuple[tuple[bytes, ...], ...]] = [
+            tuple(tuple(f) for f in a.factors if f != a.key) if a.prefilterable and a.key and a.factors else ()
+            for a in self._analysis]
         self._gate = self._build_re2_gate(re2_members, supersets) if re2_members else None
         self._sample = sample
         self._broad_measured = False
+
+    def _has_names(self, i: int) -> bool:
+        rx = self.compiled_ascii[i]
+        return bool((rx if rx is not None else self.compiled[i]).groupindex)
 
     @property
     def analysis(self) -> list[PatternAnalysis]:
@@ -275,8 +288,9 @@ class Accelerator:
         return _Gate(regex, tuple(members), tuple(always), residual, ac, key_rules)
 
     # ------------------------------------------------------------------ scanning
-    def scan(self, chunk: bytes) -> list[tuple[int, int, int, dict]]:
-        """Every (line_start, line_end, pattern_index, groupdict) of `chunk`, as NaiveScanner."""
+    def scan(self, chunk: bytes, allowed: "frozenset[int] | None" = None) -> list[tuple[int, int, int, dict]]:
+        """Every (line_start, line_end, pattern_index, groupdict) of `chunk`, as NaiveScanner;
+        with `allowed`, only the hits of those patterns (the others are never confirmed)."""
         if not chunk:
             return []
         buf = chunk
@@ -285,9 +299,9 @@ class Accelerator:
             buf = chunk.replace(b"\r\n", b"\n\n")
             if buf.endswith(b"\r"):
                 buf = buf[:-1] + b"\n"
-        return self._scan_buf(buf, chunk if crlf else None)
+        return self._scan_buf(buf, chunk if crlf else None, allowed)
 
-    def _scan_buf(self, buf: bytes, orig: bytes | None):
+    def _scan_buf(self, buf: bytes, orig: bytes | None, allowed: "frozenset[int] | None" = None):
         """Scan `buf`.  `orig`: the chunk before the CRLF rewrite (to map line ends
         back and skip the phantom empty lines)."""
         per_line: dict[int, set[int]] = {}
@@ -306,6 +320,8 @@ class Accelerator:
                 continue  # phantom line of a CRLF rewrite
             le = line_end[ls]
             cands = per_line[ls]
+            if allowed is not None:
+                cands = cands & allowed
             if not cands:
                 continue
             raw = buf[ls:le]
@@ -334,6 +350,7 @@ class Accelerator:
         key_rules = gate.key_rules
         residual = gate.residual.search if gate.residual is not None else None
         always = gate.always
+        extra = self._extra_factors
         n = len(buf)
         pos = 0
         while pos < n:
@@ -353,8 +370,19 @@ class Accelerator:
                 line_end[ls] = le
             line = buf[ls:le]
             if ac is not None:
-                for kid, _s, _e in ac.find_matches_as_indexes(line.lower(), overlapping=True):
-                    cands.update(key_rules[kid])
+                low = line.lower()
+                for kid, _s, _e in ac.find_matches_as_indexes(low, overlapping=True):
+                    for r in key_rules[kid]:
+                        if r in cands:
+                            continue
+                        for f in extra[r]:  # (plain loops: a generator per candidate costs more than it saves)
+                            for k in f:
+                                if k in low:
+                                    break
+                            else:
+                                break  # no literal of this factor: the rule cannot match the line
+                        else:
+                            cands.add(r)
             if residual is not None and residual(line) is not None:
                 cands.update(always)
             pos = le + 1

@@ -19,6 +19,7 @@ _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
 _SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
 _GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
+_CLOCK = re.compile(r"\d\d:\d\d:\d\d")  # in the ISO, dmesg -T, glog and syslog shapes alike
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 
 
@@ -37,6 +38,22 @@ def rank_of(line: str) -> int | None:
     return int(m.group(1) or m.group(2))
 
 
+# `_RANK` on the raw bytes of an ASCII line: the same matches (str `\s` on ASCII is
+# these eleven bytes, `\d` is 0-9), without decoding the line first
+_RANK_ASCII = re.compile(rb"^[ \t\n\r\x0b\x0c\x1c-\x1f]{0,8}(?:\[(?:rank|default)([0-9]+)\]:|([0-9]+): )")
+
+
+def rank_of_raw(raw: bytes) -> int | None:
+    """`rank_of` of a raw line (a trailing `\r` cannot change it), decoding only a line
+    that is not ASCII."""
+    if not raw.isascii():
+        return rank_of(raw.decode("utf-8", "replace"))
+    m = _RANK_ASCII.match(raw)
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
+
+
 def host_of(line: str) -> str | None:
     m = _NCCL_HOST.search(line[:300])
     return m.group(1) if m else None
@@ -46,6 +63,13 @@ def timestamp_of(line: str, year: int | None = None) -> tuple[str | None, float 
     head = line[:160]
     uptime = None
     m = _MONO.search(head)
+    if _CLOCK.search(head) is None:  # every dated shape below has a clock: at most an uptime
+        if m:
+            try:
+                uptime = float(m.group(1))
+            except ValueError:
+                pass
+        return None, uptime
     if m and not _DMESG_T.search(head):
         try:
             uptime = float(m.group(1))

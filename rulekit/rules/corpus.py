@@ -107,9 +107,14 @@ class _FilteredScanner:
     def __init__(self, inner: Scanner, allowed: frozenset[int]):
         self.inner = inner
         self.allowed = allowed
+        from rulekit.extract.accel import Accelerator  # imported by make_scanner already
+
+        self._narrows = isinstance(inner, Accelerator)
 
     def scan(self, chunk: bytes) -> list:
         allowed = self.allowed
+        if self._narrows:  # the accelerator never confirms the other rules' candidates
+            return self.inner.scan(chunk, allowed)
         return [h for h in self.inner.scan(chunk) if h[2] in allowed]
 
 

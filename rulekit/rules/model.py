@@ -37,6 +37,21 @@ EMIT_TYPES: dict[str, EventType] = {
 SHORT_EMIT = {v.value: k for k, v in EMIT_TYPES.items()}
 
 
+def event_type_name(t: "str | EventType") -> str:
+    """The stored name of an event type given as a rule-file short name (`bad_node`),
+    an `EventType`, or already the stored name (returned as it is).  The one mapping
+    from what rules write to what the store holds."""
+    if isinstance(t, EventType):
+        return t.value
+    got = EMIT_TYPES.get(t)
+    return got.value if got is not None else t
+
+
+def short_type(name: str) -> str:
+    """The rule-file short name of a stored event type (unknown names unchanged)."""
+    return SHORT_EMIT.get(name, name)
+
+
 class RuleKind(str, Enum):
     EXTRACTOR = "extractor"
     ACCUMULATOR = "accumulator"
@@ -209,6 +224,7 @@ class PrioritizedRule:
 @dataclass(frozen=True)
 class FilterRule(PrioritizedRule):
     kind: RuleKind = RuleKind.FILTER
+    selects: tuple[Any, ...] = ()  # the `Selection`s it reads (rulekit.rules.selection), when declared
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from rulekit.diagnostics import Span
+from rulekit.rules.selection import Selection
 from rulekit.rules.model import (
     Accumulator,
     AccumulatorRule,
@@ -29,7 +30,7 @@ from rulekit.rules.model import (
 )
 
 __all__ = [
-    "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority",
+    "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority", "Selection",
     "filter_def", "refiner_def", "collector_def", "accumulator_def", "register_symptom",
     "demote_bad_by_symptom", "demote_bad_by_prefix", "demote_where", "discard_cascade",
 ]
@@ -93,13 +94,19 @@ def _priority_value(priority: Any, strata: type) -> Any:
 
 
 def filter_def(*, name: str, author: str, priority: Any, requires: Sequence[str] = (),
-               symptoms: Sequence[str] = ()) -> Callable:
-    """Declare a filter: `fn(context: FilterContext) -> None`."""
+               symptoms: Sequence[str] = (), selects: "Selection | Iterable[Selection]" = ()) -> Callable:
+    """Declare a filter: `fn(context: FilterContext) -> None`.  `selects`: what it reads
+    (`Selection.of(types, patterns)`); `context.selected()` then returns those events,
+    answered from the stream's symptom index."""
+    sels = (selects,) if isinstance(selects, Selection) else tuple(selects)
+    if not all(isinstance(s, Selection) for s in sels):
+        raise TypeError(f"@filter_def({name!r}): selects= takes Selection.of(types, patterns) values")
 
     def deco(fn: Callable) -> Callable:
         _sink().rules.append(FilterRule(
             name=name, author=author, span=_span_of(fn), priority=_priority_value(priority, FilterPriority),
-            func=fn, requires=tuple(requires), docs=(fn.__doc__ or "").strip(), symptoms=tuple(symptoms)))
+            func=fn, requires=tuple(requires), docs=(fn.__doc__ or "").strip(), symptoms=tuple(symptoms),
+            selects=sels))
         return fn
 
     return deco
@@ -167,15 +174,16 @@ def register_symptom(name: str, *, outcome: str, sub_domain: str, rank: int, doc
 
 # ---- helpers shared by rule bodies -------------------------------------------------
 
-def demote_bad_by_symptom(stream: Any, symptoms: Iterable[str], rule: str, reason: str = "") -> int:
-    """Demote every bad-node event whose symptom is in `symptoms`; returns the count."""
+def demote_bad_by_symptom(stream: Any, symptoms: Iterable[str], rule: str | None = None, reason: str = "") -> int:
+    """Demote every bad-node event whose symptom is in `symptoms`; returns the count.
+    `rule`: recorded as the author (default: the filter running now)."""
     wanted = frozenset(symptoms)
     events = [e for e in stream.bad_events() if e.symptom in wanted]
     stream.demote(events, rule=rule, reason=reason or f"symptom in {sorted(wanted)}")
     return len(events)
 
 
-def demote_bad_by_prefix(stream: Any, prefixes: Iterable[str], rule: str, reason: str = "",
+def demote_bad_by_prefix(stream: Any, prefixes: Iterable[str], rule: str | None = None, reason: str = "",
                          nodes: Iterable[str] | None = None) -> int:
     """Demote bad-node events whose symptom starts with one of `prefixes`
     (optionally only on `nodes`); returns the count."""

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable
 from rulekit.rules.dsl import ast as A
 from rulekit.rules.expand import render
 from rulekit.rules.model import EventSpec
+from rulekit.rules.selection import Selection
 
 Matcher = Callable[[Any], bool]
 
@@ -40,32 +41,46 @@ def _vals(strs: list[A.Str]) -> list[str]:
 DEFAULT_FILTER_TYPE = {"demote": "bad_node", "promote": "interesting_node", "discard": None}
 
 
+def filter_selections(step: "A.FilterAction | A.PerNode") -> tuple[Selection, Selection | None]:
+    """What one filter step reads, compiled once: (its candidates, the events its
+    `when` / `unless` condition looks for)."""
+    if isinstance(step, A.PerNode):
+        return Selection.of(step.event_type.value if step.event_type else "bad_node", _vals(step.patterns)), None
+    etype = step.event_type.value if step.event_type else DEFAULT_FILTER_TYPE[step.action]
+    cond = step.condition
+    return (Selection.of(etype, _vals(step.patterns)),
+            Selection.of("bad_node", _vals(cond.patterns)) if cond is not None else None)
+
+
+def decl_selections(decl: A.FilterDecl) -> tuple[Selection, ...]:
+    """Everything a DSL filter reads, once each (its `FilterRule.selects`)."""
+    sels = [s for c in decl.clauses if isinstance(c, (A.FilterAction, A.PerNode))
+            for s in filter_selections(c) if s is not None]
+    return tuple(dict.fromkeys(sels))
+
+
 def build_filter(decl: A.FilterDecl, rule_name: str) -> Callable[[Any], None]:
-    steps = [c for c in decl.clauses if isinstance(c, (A.FilterAction, A.PerNode))]
+    steps = [(c, *filter_selections(c)) for c in decl.clauses if isinstance(c, (A.FilterAction, A.PerNode))]
 
     def run(context: Any) -> None:
         stream = context.event_stream
-        for step in steps:
+        for step, sel, cond_sel in steps:
             if isinstance(step, A.FilterAction):
-                _filter_action(stream, step, rule_name)
+                _filter_action(stream, step, rule_name, sel, cond_sel)
             else:
-                _per_node(stream, step, rule_name)
+                _per_node(stream, step, rule_name, sel)
 
     run.__doc__ = decl_docs(decl)
     return run
 
 
-def _filter_action(stream: Any, act: A.FilterAction, rule: str) -> None:
-    etype = act.event_type.value if act.event_type else DEFAULT_FILTER_TYPE[act.action]
-    events = stream.query(event_type=etype) if etype else stream.query()
-    match = matcher(_vals(act.patterns))
+def _filter_action(stream: Any, act: A.FilterAction, rule: str, sel: Selection, cond_sel: Selection | None) -> None:
     nodes = set(_vals(act.nodes))
-    cands = [e for e in events if match(e.symptom) and (not nodes or e.node in nodes)]
+    cands = [e for e in stream.select(sel) if not nodes or e.node in nodes]
     reason = describe_filter_action(act)
     cond = act.condition
-    if cond is not None and cands:
-        cmatch = matcher(_vals(cond.patterns))
-        present = [e for e in stream.bad_events() if cmatch(e.symptom)]
+    if cond is not None and cond_sel is not None and cands:
+        present = stream.select(cond_sel)
 
         def holds(e: Any) -> bool:
             found = any(p.id != e.id and (cond.scope != "same_node" or p.node == e.node) for p in present)
@@ -76,12 +91,10 @@ def _filter_action(stream: Any, act: A.FilterAction, rule: str) -> None:
         getattr(stream, act.action)(cands, rule=rule, reason=reason)
 
 
-def _per_node(stream: Any, step: A.PerNode, rule: str) -> None:
-    etype = step.event_type.value if step.event_type else "bad_node"
-    match = matcher(_vals(step.patterns))
+def _per_node(stream: Any, step: A.PerNode, rule: str, sel: Selection) -> None:
     groups: dict[str, list[Any]] = {}
-    for e in stream.query(event_type=etype):
-        if e.node is not None and match(e.symptom):
+    for e in stream.select(sel):
+        if e.node is not None:
             groups.setdefault(e.node, []).append(e)
     least = step.at_least.value if step.at_least else 1
     for node, evs in groups.items():

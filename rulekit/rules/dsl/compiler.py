@@ -397,7 +397,7 @@ class _Compiler:
         self.out.rules.append(FilterRule(
             name=d.name.value, author=self.rule_author(d), span=d.name.span, priority=self.priority(d, FilterPriority),
             func=actions.build_filter(d, d.name.value), requires=self.words(d, A.RequiresClause), docs=self.docs(d),
-            decl=d, symptoms=tuple(dict.fromkeys(named))))
+            decl=d, symptoms=tuple(dict.fromkeys(named)), selects=actions.decl_selections(d)))
 
     def d_refiner(self, d: A.RefinerDecl) -> None:
         named: list[str] = []

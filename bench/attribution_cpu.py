@@ -1,0 +1,104 @@
+"""CPU seconds of the attribution part (`Session.attribute()`: filters, refinement,
+collection, report) against extraction, on the end-to-end benchmark's job
+directories, optionally side by side with another checkout.
+
+    .venv/bin/python bench/attribution_cpu.py [--rates 20,realistic] [--size-mb 32] [--runs 3]
+        [--baseline /other/checkout/.venv/bin/python]
+
+Each measurement is a fresh interpreter (default settings: no RULEKIT_* variables)
+that loads the bundled corpus, ingests the job directory (timed: extraction) and
+attributes it (timed: attribution), in CPU seconds (`time.process_time`, which a
+busy shared machine disturbs less than wall time).  With --baseline the other
+interpreter (another checkout's venv: its own rulekit) runs the same job
+directories interleaved with this one, and the result JSON of both must be the
+same (a hash is compared).  Best of --runs per cell.  Job directories are the
+ones `bench/attribute_vs_rg.py` builds (cached under bench/.data/vs_rg/).
+Bounded: 2 rates x 3 runs x 2 interpreters of ~10 s each by default.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from attribute_vs_rg import DATA, REALISTIC_INJECT, build_job, corpus_material  # noqa: E402
+
+MEASURE = r"""
+import hashlib, json, sys, time
+import rulekit
+from rulekit.api import setup_rules
+from rulekit.engine.session import Session
+from rulekit.inputs.jobdir import read_job_dir
+engine = setup_rules()
+jd = read_job_dir(sys.argv[1])
+with Session(engine, jd.job) as s:
+    t0 = time.process_time()
+    s.ingest_batch(jd.observations)
+    s.ingest_metrics(jd.metrics)
+    t1 = time.process_time()
+    result = s.attribute()
+    t2 = time.process_time()
+    events = s.manager.count(s.context_id)
+digest = hashlib.sha256(json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()[:16]
+print(json.dumps({"rulekit": rulekit.__file__, "extract": t1 - t0, "attribute": t2 - t1, "events": events,
+                  "result": digest}))
+"""
+
+
+def measure(python: str, job_dir: Path) -> dict:
+    # -I: the interpreter's own rulekit, never one found in the current folder
+    out = subprocess.run([python, "-I", "-c", MEASURE, str(job_dir.resolve())], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"{python} failed on {job_dir}:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def job_dir(rate: str, size_mb: float) -> Path:
+    """The end-to-end benchmark's job directory for this rate (built and cached if missing)."""
+    realistic = rate == "realistic"
+    d = DATA / f"{'realistic' if realistic else 'rate' + rate}-{size_mb:g}MiB"
+    if (d / ".complete").exists():
+        return d
+    return build_job(d.name, size_mb, REALISTIC_INJECT * 100 if realistic else float(rate), realistic,
+                     corpus_material())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rates", default="20,realistic")
+    ap.add_argument("--size-mb", type=float, default=32)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline", help="another interpreter (checkout) to compare with, same run")
+    args = ap.parse_args(argv)
+    pythons = [("this", sys.executable)] + ([("baseline", args.baseline)] if args.baseline else [])
+    print(f"attribution CPU seconds, best of {args.runs}; job dirs under {DATA}")
+    print(f"{'rate':>10} {'events':>7} " + " ".join(f"{n + ' extract':>16} {n + ' attribute':>18}" for n, _ in pythons)
+          + ("  attribute baseline/this" if args.baseline else ""))
+    for rate in args.rates.split(","):
+        d = job_dir(rate, args.size_mb)
+        best: dict[str, dict] = {}
+        for _ in range(args.runs):  # interleaved: both see the same machine state
+            for label, py in pythons:
+                m = measure(py, d)
+                b = best.setdefault(label, m)
+                b["extract"], b["attribute"] = min(b["extract"], m["extract"]), min(b["attribute"], m["attribute"])
+                if m["result"] != b["result"] or m["rulekit"] != b["rulekit"]:
+                    raise SystemExit(f"{label}: results differ between runs on {d}")
+        if args.baseline and best["this"]["rulekit"] == best["baseline"]["rulekit"]:
+            raise SystemExit(f"the baseline imports the same rulekit ({best['this']['rulekit']})")
+        if args.baseline and best["this"]["result"] != best["baseline"]["result"]:
+            raise SystemExit(f"results differ from the baseline on {d}")
+        cells = " ".join(f"{best[n]['extract']:>15.2f}s {best[n]['attribute']:>17.2f}s" for n, _ in pythons)
+        ratio = f"  {best['baseline']['attribute'] / best['this']['attribute']:>10.2f}x" if args.baseline else ""
+        print(f"{rate:>10} {best['this']['events']:>7} {cells}{ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

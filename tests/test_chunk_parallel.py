@@ -1,0 +1,186 @@
+"""Differential test: a log scanned by worker processes chunk by chunk
+(`rulekit.extract.parallel`) gives byte-identical results to the serial scan —
+line numbers, timestamps carried to unstamped lines, accumulators running across
+chunk boundaries and the repeat cap included.
+
+Data: every example job directory, and generated job directories (seeded)
+whose logs mix every extractor's and accumulator's own test lines with stamped
+and unstamped benign lines, rank prefixes, CRLF line ends, invalid UTF-8 and one
+evidence line repeated past the cap.  Small chunks (4 KiB) make every log many
+chunks, so chunk boundaries fall everywhere.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+import rulekit.engine.phases as phases
+from rulekit.engine.jobrun import attribute_dir
+from rulekit.extract import parallel
+from rulekit.rules.loader import load_corpus
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if (p / "job.toml").is_file())
+SMALL_CHUNK = 4096
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return load_corpus(None).engine
+
+
+def _evidence_lines(engine) -> list[str]:
+    out: list[str] = []
+    for r in (*engine.extractors, *engine.accumulators):
+        for t in r.tests:
+            if t.line:
+                out.append(t.line)
+    return sorted(set(out))
+
+
+BENIGN = [
+    "2026-06-01 03:{m:02d}:{s:02d} [Rank 3] data loader: fetched batch {n} in 23.4 ms",
+    "[{up}.{frac:03d}] kernel: eth0: link up",
+    "iteration {n}/500000 | lm loss: 1.8E+00",
+    "Jun  1 03:{m:02d}:{s:02d} node-01 systemd[1]: Started session {n}.",
+    "I0601 03:{m:02d}:{s:02d}.123456 {n} reducer.cpp:123] bucket view",
+    "successfully saved checkpoint from iteration {n}",
+]
+
+
+def _make_log(rng: random.Random, evidence: list[str], n_lines: int) -> bytes:
+    repeated = rng.choice(evidence).split("\n")[0]
+    parts: list[bytes] = []
+    for i in range(n_lines):
+        r = rng.random()
+        if r < 0.12:
+            text = rng.choice(evidence)
+        elif r < 0.16:
+            text = repeated  # the same evidence again and again: past the repeat cap
+        else:
+            text = rng.choice(BENIGN).format(m=i // 60 % 60, s=i % 60, n=i, up=1000 + i, frac=i % 1000)
+        for line in text.split("\n"):
+            if rng.random() < 0.5:
+                line = f"{rng.randrange(16)}: {line}"
+            raw = line.encode("utf-8")
+            if rng.random() < 0.02:
+                raw += b" \xff\xfe broken"
+            parts.append(raw + (b"\r\n" if rng.random() < 0.05 else b"\n"))
+    return b"".join(parts)
+
+
+def _generated_job(tmp: Path, engine, seed: int) -> Path:
+    rng = random.Random(seed)
+    dest = tmp / f"gen-{seed}"
+    shutil.copytree(REPO / "examples" / "xid149-nvlink", dest)
+    evidence = _evidence_lines(engine)
+    (dest / "applog" / "train.log").write_bytes(_make_log(rng, evidence, 3000))
+    (dest / "syslog" / "node-01.log").write_bytes(_make_log(rng, evidence, 800))
+    return dest
+
+
+def _attribute(engine, job: Path, workers: int, monkeypatch, chunk: int) -> str:
+    monkeypatch.setattr(engine, "options", engine.options.with_(scan_workers=workers))
+    monkeypatch.setattr(phases.ExtractionPhase, "chunk_size", chunk)
+    return json.dumps(attribute_dir(engine, job, with_trace=True), sort_keys=True, default=str)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the logs scanned by workers (so a serial-vs-serial comparison cannot pass as a test)."""
+    calls = []
+    real = phases.parallel_scan
+
+    def spy(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(phases, "parallel_scan", spy)
+    if not parallel.fork_is_safe():
+        pytest.skip("this process has other threads: forking workers is not safe here")
+    return calls
+
+
+@pytest.mark.parametrize("job", EXAMPLES, ids=lambda p: p.name)
+def test_examples_chunked_in_workers_equal_serial(engine, job, monkeypatch, counted):
+    serial = _attribute(engine, job, 0, monkeypatch, SMALL_CHUNK)
+    assert not counted
+    chunked = _attribute(engine, job, 2, monkeypatch, SMALL_CHUNK)
+    assert chunked == serial
+    has_logs = any(p.is_file() and p.stat().st_size for p in job.rglob("*.log"))
+    assert counted or not has_logs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_logs_chunked_in_workers_equal_serial(engine, tmp_path, seed, monkeypatch, counted):
+    job = _generated_job(tmp_path, engine, seed)
+    serial = _attribute(engine, job, 0, monkeypatch, SMALL_CHUNK)
+    chunked = _attribute(engine, job, 2, monkeypatch, SMALL_CHUNK)
+    assert len(counted) >= 2  # both logs went through the workers
+    assert chunked == serial
+    res = json.loads(serial)
+    assert res.get("evidence_omitted", 0) > 0  # the repeat cap was reached
+    events = [t for t in res.get("trace", [])]
+    assert events  # attribution did something with the evidence
+    assert chunked == _attribute(engine, job, 3, monkeypatch, SMALL_CHUNK)  # any number of workers
+
+
+def test_default_chunks_in_workers_equal_serial(engine, tmp_path, monkeypatch, counted):
+    job = _generated_job(tmp_path, engine, 9)
+    chunk = phases.ExtractionPhase.chunk_size
+    assert _attribute(engine, job, 2, monkeypatch, chunk) == _attribute(engine, job, 0, monkeypatch, chunk)
+
+
+def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
+    assert parallel.scan_workers(parallel.PARALLEL_MIN_BYTES - 1) == 0
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 1)
+    assert parallel.scan_workers(1 << 40) == 0
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(parallel, "load_average", lambda: 0.3)
+    assert parallel.scan_workers(parallel.PARALLEL_MIN_BYTES) == 2
+    monkeypatch.setattr(parallel, "load_average", lambda: 2.4)  # the other core is busy
+    assert parallel.scan_workers(1 << 40) == 0
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 8)
+    assert parallel.scan_workers(1 << 40) == parallel.MAX_WORKERS
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
+    assert parallel.scan_workers(1 << 40) == 0
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
+    assert parallel.scan_workers(1 << 40, requested=1) == 0  # the engine option (RULEKIT_SCAN_WORKERS) decides
+    assert parallel.scan_workers(10, requested=3) == 3
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
+    assert parallel.scan_workers(10, requested=3) == 0
+
+
+def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):
+    import multiprocessing
+
+    if not parallel.fork_is_safe():
+        pytest.skip("this process has other threads: forking workers is not safe here")
+    job = _generated_job(tmp_path, engine, 4)
+    plan = engine.scan_plan("applog", "text")
+    before = set(multiprocessing.active_children())  # another test's, if any
+    it = parallel.parallel_scan(job / "applog" / "train.log", plan.scanner, 2, size=SMALL_CHUNK)
+    next(it)
+    assert set(multiprocessing.active_children()) - before
+    it.close()
+    assert not set(multiprocessing.active_children()) - before
+
+
+def test_no_processes_to_be_had_means_a_serial_scan(engine, tmp_path, monkeypatch):
+    job = _generated_job(tmp_path, engine, 5)
+    log = job / "applog" / "train.log"
+    plan = engine.scan_plan("applog", "text")
+
+    def refuse(*a, **k):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parallel.multiprocessing.get_context("fork"), "Pool", refuse)
+    got = list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK))
+    with open(log, "rb") as f:
+        want = [(c, plan.scanner.scan(c)) for c in parallel.iter_chunks(f, SMALL_CHUNK)]
+    assert got == want and len(got) > 10
