@@ -8,6 +8,7 @@ and no I/O: the caller passes the text a span refers to (`text_of(path)`).
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote, unquote, urlparse
@@ -31,16 +32,30 @@ def uri_to_path(uri: str) -> str | None:
     return str(Path(unquote(p.path)).resolve())
 
 
+@functools.lru_cache(maxsize=8192)
 def path_to_uri(path: str) -> str:
+    """A publish names every file of the corpus: resolved once per path, not per publish."""
     return "file://" + quote(str(Path(path).resolve()))
 
 
 # ---- positions -----------------------------------------------------------------------------
 
+_SPLIT: dict[int, tuple[str, list[str]]] = {}  # id(text) -> (text, its lines): the last few texts
+
+
 def _lines(text: str) -> list[str]:
     """The same lines as the CLI's (rulekit.diagnostics.split_lines), "\r" of CRLF kept:
-    positions are counted in the document as the client sent it."""
-    return text.split("\n")
+    positions are counted in the document as the client sent it.  A publish converts
+    many spans of one text, so the split of the last few texts is kept (the text
+    object itself is held, so its id cannot be reused while cached)."""
+    got = _SPLIT.get(id(text))
+    if got is not None and got[0] is text:
+        return got[1]
+    lines = text.split("\n")
+    if len(_SPLIT) >= 16:
+        _SPLIT.pop(next(iter(_SPLIT)))
+    _SPLIT[id(text)] = (text, lines)
+    return lines
 
 
 def utf16_len(s: str) -> int:
@@ -138,7 +153,7 @@ def workspace_edit(edits: dict[str, list[Edit]], text_of: TextOf) -> T.Workspace
 _COMPLETION_KIND = {"symptom": T.CompletionItemKind.Constant, "rule": T.CompletionItemKind.Function,
                     "keyword": T.CompletionItemKind.Keyword, "key": T.CompletionItemKind.Property,
                     "stratum": T.CompletionItemKind.EnumMember, "emit_type": T.CompletionItemKind.EnumMember,
-                    "value": T.CompletionItemKind.Value}
+                    "value": T.CompletionItemKind.Value, "metric": T.CompletionItemKind.Variable}
 
 
 def completion(items: Iterable[CompletionEntry], text: str | None = None, line: int | None = None,

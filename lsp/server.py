@@ -2,23 +2,25 @@
 
 Each handler converts LSP params to rulekit terms (through `convert`), calls a
 pure function of the workspace index or a feature module, and converts the
-result back.  Diagnostics are debounced per document; inline tests and lint run
-in a worker thread on immutable snapshots and are merged back on the event loop.
-No analysis lives here.
+result back (`where()` does the common "which document, which corpus, which
+position" part).  When things run is `scheduling`'s: diagnostics are debounced
+per document and published first; inline tests and lint run afterwards in a
+worker thread on immutable snapshots, superseded by newer edits, and publish
+again for the same version.  No analysis lives here.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 
-from rulekit_lsp import __version__, convert
+from rulekit_lsp import __version__, convert, memory
 from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
 from rulekit_lsp.features import completion as completion_mod
+from rulekit_lsp.scheduling import Scheduler
 from rulekit_lsp.settings import Settings, parse_settings
 from rulekit_lsp.workspace import FOREGROUND, Corpus, Workspace, file_kind
 
@@ -32,15 +34,10 @@ class RulekitLanguageServer(LanguageServer):
         self.probing: set[int] = set()  # corpora whose plugins are being probed
         self.settings = Settings()
         self.setting_problems: list[str] = []
-        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.jobs = Scheduler()  # debounce timers, background tests and lint
         self.published: dict[str, tuple] = {}
-        self.lint_timers: dict[int, asyncio.TimerHandle] = {}
-        self.test_tasks: set[asyncio.Task] = set()
         self.lens_refresh = False
         self.watch_files = False
-        self.test_locks: dict[int, asyncio.Lock] = {}
-        self.linting: dict[int, bool] = {}  # corpus -> lint running
-        self.lint_again: set[int] = set()  # corpus -> edited while linting: lint once more
 
     # ---- helpers ------------------------------------------------------------------------
     def doc_text(self, uri: str) -> str:
@@ -51,12 +48,14 @@ class RulekitLanguageServer(LanguageServer):
 
     def flush(self, uri: str) -> None:
         """Apply a pending (debounced) change now, so a request sees the current text."""
-        h = self.pending.pop(uri, None)
-        if h is not None:
-            h.cancel()
+        if self.jobs.cancel(("change", uri)):
             self._apply_change(uri)
 
-    def located(self, uri: str) -> tuple[Corpus, str] | None:
+    def where(self, params: Any) -> "Where | None":
+        """The document a request is about (its pending change applied first), its corpus,
+        its text and, when the request has one, the position in rulekit terms; None
+        when the document is no rule file of the workspace."""
+        uri = params.text_document.uri
         path = convert.uri_to_path(uri)
         if path is None:
             return None
@@ -64,16 +63,16 @@ class RulekitLanguageServer(LanguageServer):
         c = self.ws.corpus_for(path, create=False)
         if c is None or path not in c.files:
             return None
-        return c, path
-
-    def position(self, uri: str, pos: T.Position) -> tuple[int, int]:
-        return convert.from_position(self.doc_text(uri), pos)
+        text = self.doc_text(uri)
+        pos = getattr(params, "position", None)
+        line, col = convert.from_position(text, pos) if pos is not None else (0, 0)
+        return Where(c, path, uri, text, line, col)
 
     def _apply_change(self, uri: str) -> None:
-        path = convert.uri_to_path(uri)
-        if path is None:
-            return
         try:
+            path = convert.uri_to_path(uri)
+            if path is None:
+                return
             doc = self.workspace.get_text_document(uri)
             c = self.ws.change(path, doc.source, doc.version)
             if c is not None:
@@ -82,7 +81,7 @@ class RulekitLanguageServer(LanguageServer):
         except Exception:  # noqa: BLE001 - a bug must not kill the server; say it in the log
             self.log_bug(f"analysing {uri}")
         finally:
-            if not self.pending:
+            if not self.jobs.pending("change"):
                 FOREGROUND.idle()
 
     def log_bug(self, what: str) -> None:
@@ -117,49 +116,30 @@ class RulekitLanguageServer(LanguageServer):
             self.publish(c)
 
     def reconfigure(self, roots: list[str]) -> None:
-        """New roots or settings: rebuild the workspace, republish, re-lint."""
+        """New roots or settings: rebuild the workspace (the old corpora's timers and
+        jobs cancelled), republish, re-lint."""
+        for c in self.ws.corpora:
+            self.jobs.cancel_corpus(c)
         self.ws.configure(roots, self.settings)
         self.published.clear()
         self.publish_all()
+        memory.trim()
         for c in self.ws.corpora:
             self.schedule_lint(c)
 
     def after_edit(self, corpus: Corpus, path: str | None) -> None:
         if path and self.settings.run_tests_on_change and file_kind(path) in ("toml", "rule", "py", "tests"):
-            self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path], jobs=True)))
+            # superseded by the next edit of this file: tests run for the text that is there
+            self.spawn(self.run_tests(corpus, corpus.test_job(paths=[path], jobs=True), supersede=("tests", path)))
         self.schedule_lint(corpus)
 
     def schedule_lint(self, corpus: Corpus) -> None:
         if self.settings.lint:
-            loop = asyncio.get_event_loop()
-            old = self.lint_timers.pop(id(corpus), None)
-            if old is not None:
-                old.cancel()
-            self.lint_timers[id(corpus)] = loop.call_later(self.settings.lint_delay_ms / 1000,
-                                                           lambda: self.spawn(self.run_lint(corpus)))
+            self.jobs.call_later(("lint", corpus), self.settings.lint_delay_ms / 1000,
+                                 lambda: self.spawn(self.run_lint(corpus)))
 
-    def spawn(self, coro) -> asyncio.Task:
-        task = asyncio.ensure_future(coro)
-        self.test_tasks.add(task)
-        task.add_done_callback(self.test_tasks.discard)
-        return task
-
-    @staticmethod
-    def background(fn):
-        """Run fn in a daemon thread (so exit never waits for a long lint) and await it."""
-        loop = asyncio.get_running_loop()
-        fut = loop.create_future()
-
-        def work() -> None:
-            try:
-                result = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to the awaiting coroutine
-                loop.call_soon_threadsafe(lambda exc=e: fut.done() or fut.set_exception(exc))
-            else:
-                loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(result))
-
-        threading.Thread(target=work, daemon=True, name="rulekit-lsp-job").start()
-        return fut
+    def spawn(self, coro):
+        return self.jobs.spawn(coro)
 
     async def probe_plugins(self, corpus: Corpus) -> None:
         """Import the corpus's unverified plugins in a child process (rulekit.rules.sandbox,
@@ -175,7 +155,7 @@ class RulekitLanguageServer(LanguageServer):
                 items = dict(corpus.awaiting)
                 timeout = self.settings.plugin_timeout_ms / 1000 if self.settings.plugin_timeout_ms else None
                 try:
-                    await self.background(lambda: sandbox.probe_plugins(list(items.items()), timeout))
+                    await self.jobs.background(lambda: sandbox.probe_plugins(list(items.items()), timeout))
                 except Exception:  # noqa: BLE001
                     self.log_bug("probing plugins")
                     return
@@ -195,15 +175,27 @@ class RulekitLanguageServer(LanguageServer):
         if self.settings.run_tests_on_change:
             self.spawn(self.run_tests(corpus, corpus.test_job(paths=list(items), jobs=True)))
 
-    async def run_tests(self, corpus: Corpus, job) -> dict[str, Any]:
-        lock = self.test_locks.setdefault(id(corpus), asyncio.Lock())
-        async with lock:  # one test run at a time per corpus; later runs hit the cache
-            try:
-                results, cache = await self.background(job.run)
-            except Exception:  # noqa: BLE001
-                self.log_bug("running tests")
-                return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the test run failed"}
+    async def run_tests(self, corpus: Corpus, job, supersede: tuple | None = None) -> dict[str, Any]:
+        """One test run at a time per corpus (later runs hit the cache).  With `supersede`
+        (a key: the automatic run after an edit of a file), a newer run of the same key
+        replaces this one, dropped if queued, stopped at its next test if running."""
+        try:
+            if supersede is not None:
+                ran, got = await self.jobs.latest((supersede[0], corpus, *supersede[1:]), job.stop, job.run)
+                if not ran:
+                    return {"passed": 0, "failed": 0, "total": 0, "failures": [], "superseded": True}
+            else:
+                got = await self.jobs.exclusive(corpus, job.run)
+        except Exception:  # noqa: BLE001
+            self.log_bug("running tests")
+            return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the test run failed"}
+        results, cache = got
         corpus.apply_tests(job, results, cache)
+        if not job.complete:  # stopped for a newer edit, whose own run publishes: no work on the loop now
+            return {"passed": 0, "failed": 0, "total": 0, "failures": [], "superseded": True}
+        memory.trim()  # the compiled patterns of the tested rules are not needed until the next run
+        if corpus not in self.ws.corpora:
+            return {"passed": 0, "failed": 0, "total": 0, "failures": [], "error": "the rule folders changed"}
         self.publish(corpus)
         self.refresh_lenses()
         flat = [r for rs in results.values() for r in rs]
@@ -214,28 +206,26 @@ class RulekitLanguageServer(LanguageServer):
                              for r in failed[:50]]}
 
     async def run_lint(self, corpus: Corpus) -> None:
-        key = id(corpus)
-        if self.linting.get(key):
-            self.lint_again.add(key)  # the running lint is stale: run once more when it ends
-            return
-        self.linting[key] = True
-        try:
-            while True:
-                self.lint_again.discard(key)
-                job = corpus.lint_job()
-                if job is None:
-                    return
-                try:
-                    diags = await self.background(job.run)
-                except Exception:  # noqa: BLE001
-                    self.log_bug("linting")
-                    return
-                corpus.apply_lint(job, diags)
+        """Lint the corpus; asked again while it runs (an edit), it runs once more after."""
+
+        async def once() -> None:
+            if corpus not in self.ws.corpora:
+                return
+            job = corpus.lint_job()
+            if job is None:
+                return
+            try:
+                _, diags = await self.jobs.latest(("lint-run", corpus), job.stop, job.run, lane=("lint", corpus))
+            except Exception:  # noqa: BLE001
+                self.log_bug("linting")
+                return
+            if diags is None or corpus not in self.ws.corpora:
+                return  # stopped: its corpus was rebuilt
+            if corpus.apply_lint(job, diags):  # else stale: an edit since, whose own lint follows
                 self.publish(corpus)
-                if key not in self.lint_again:
-                    return
-        finally:
-            self.linting[key] = False
+            memory.trim()
+
+        await self.jobs.coalesce(("lint", corpus), once)
 
     def refresh_lenses(self) -> None:
         if self.lens_refresh:
@@ -246,6 +236,19 @@ class RulekitLanguageServer(LanguageServer):
 
     def show(self, message: str, kind: T.MessageType = T.MessageType.Warning) -> None:
         self.window_show_message(T.ShowMessageParams(type=kind, message=message))
+
+
+@dataclass(frozen=True)
+class Where:
+    """A request's document in rulekit terms: 1-based line and code-point column
+    (0, 0 for requests without a position)."""
+
+    corpus: Corpus
+    path: str
+    uri: str
+    text: str
+    line: int
+    col: int
 
 
 server = RulekitLanguageServer()
@@ -284,6 +287,7 @@ def initialized(ls: RulekitLanguageServer, params: T.InitializedParams) -> None:
             id="rulekit-watched-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=T.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
     ls.publish_all()
+    memory.trim()  # validating the corpus compiled every pattern once
     for c in ls.ws.corpora:
         ls.schedule_lint(c)
 
@@ -327,16 +331,8 @@ def did_open(ls: RulekitLanguageServer, params: T.DidOpenTextDocumentParams) -> 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: RulekitLanguageServer, params: T.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
-    old = ls.pending.pop(uri, None)
-    if old is not None:
-        old.cancel()
-
-    def fire() -> None:
-        ls.pending.pop(uri, None)
-        ls._apply_change(uri)
-
     FOREGROUND.busy()  # background tests and lint wait until this edit is published
-    ls.pending[uri] = asyncio.get_event_loop().call_later(ls.settings.debounce_ms / 1000, fire)
+    ls.jobs.call_later(("change", uri), ls.settings.debounce_ms / 1000, lambda: ls._apply_change(uri))
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
@@ -349,22 +345,22 @@ def did_save(ls: RulekitLanguageServer, params: T.DidSaveTextDocumentParams) -> 
     c = ls.ws.save(path, ls.doc_text(uri))
     if c is not None:
         ls.publish(c)
+        ls.schedule_lint(c)  # a lint running now describes the text before the save: it is dropped
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     path = convert.uri_to_path(uri)
-    h = ls.pending.pop(uri, None)
-    if h is not None:
-        h.cancel()
-    if not ls.pending:
+    ls.jobs.cancel(("change", uri))
+    if not ls.jobs.pending("change"):
         FOREGROUND.idle()
     if path is not None:
         ls.ws.close(path)
         c = ls.ws.corpus_for(path, create=False)
         if c is not None:
             ls.publish(c)
+            ls.schedule_lint(c)
 
 
 @server.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -386,58 +382,43 @@ def did_change_watched_files(ls: RulekitLanguageServer, params: T.DidChangeWatch
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
 def on_hover(ls: RulekitLanguageServer, params: T.HoverParams) -> T.Hover | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
-        return None
-    c, path = loc
-    line, col = ls.position(params.text_document.uri, params.position)
-    return convert.hover(hover.hover(c, path, line, col), ls.doc_text(params.text_document.uri))
+    w = ls.where(params)
+    return convert.hover(hover.hover(w.corpus, w.path, w.line, w.col), w.text) if w else None
 
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
 def on_definition(ls: RulekitLanguageServer, params: T.DefinitionParams) -> list[T.Location] | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    line, col = ls.position(params.text_document.uri, params.position)
-    return [convert.location(s, ls.text_of) for s in navigation.definition(c, path, line, col)] or None
+    return [convert.location(s, ls.text_of) for s in navigation.definition(w.corpus, w.path, w.line, w.col)] or None
 
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
 def on_references(ls: RulekitLanguageServer, params: T.ReferenceParams) -> list[T.Location] | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    line, col = ls.position(params.text_document.uri, params.position)
-    spans = navigation.references(c, path, line, col, params.context.include_declaration)
+    spans = navigation.references(w.corpus, w.path, w.line, w.col, params.context.include_declaration)
     return [convert.location(s, ls.text_of) for s in spans] or None
 
 
 @server.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
 def on_prepare_rename(ls: RulekitLanguageServer, params: T.PrepareRenameParams):
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
-        return None
-    c, path = loc
-    line, col = ls.position(params.text_document.uri, params.position)
-    got = navigation.prepare_rename(c, path, line, col)
+    w = ls.where(params)
+    got = navigation.prepare_rename(w.corpus, w.path, w.line, w.col) if w else None
     if got is None:
         return None
     span, placeholder = got
-    return T.PrepareRenamePlaceholder(range=convert.to_range(span, ls.doc_text(params.text_document.uri)),
-                                      placeholder=placeholder)
+    return T.PrepareRenamePlaceholder(range=convert.to_range(span, w.text), placeholder=placeholder)
 
 
 @server.feature(T.TEXT_DOCUMENT_RENAME, T.RenameOptions(prepare_provider=True))
 def on_rename(ls: RulekitLanguageServer, params: T.RenameParams) -> T.WorkspaceEdit | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    line, col = ls.position(params.text_document.uri, params.position)
-    edits = navigation.rename(c, path, line, col, params.new_name)
+    edits = navigation.rename(w.corpus, w.path, w.line, w.col, params.new_name)
     if isinstance(edits, str):
         ls.show(f"rename: {edits}")
         return None
@@ -447,24 +428,19 @@ def on_rename(ls: RulekitLanguageServer, params: T.RenameParams) -> T.WorkspaceE
 @server.feature(T.TEXT_DOCUMENT_COMPLETION,
                 T.CompletionOptions(trigger_characters=['"', "'", "[", ".", " ", ","]))
 def on_completion(ls: RulekitLanguageServer, params: T.CompletionParams) -> T.CompletionList | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    text = ls.doc_text(params.text_document.uri)
-    line, col = convert.from_position(text, params.position)
-    return convert.completion(completion_mod.complete(c, path, text, line, col), text, line,
-                              completion_mod.word_range(text, line, col))
+    return convert.completion(completion_mod.complete(w.corpus, w.path, w.text, w.line, w.col), w.text, w.line,
+                              completion_mod.word_range(w.text, w.line, w.col))
 
 
 @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def on_document_symbol(ls: RulekitLanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol] | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    text = ls.doc_text(params.text_document.uri)
-    return [convert.document_symbol(s, text) for s in symbols.document_symbols(c, path)]
+    return [convert.document_symbol(s, w.text) for s in symbols.document_symbols(w.corpus, w.path)]
 
 
 @server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
@@ -496,24 +472,21 @@ def on_formatting(ls: RulekitLanguageServer, params: T.DocumentFormattingParams)
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION,
                 T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, T.CodeActionKind.RefactorRewrite]))
 def on_code_action(ls: RulekitLanguageServer, params: T.CodeActionParams) -> list[T.CodeAction] | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    span = convert.from_range(path, ls.doc_text(params.text_document.uri), params.range)
+    span = convert.from_range(w.path, w.text, params.range)
     only = {(str(d.code), d.message) for d in params.context.diagnostics if d.source == "rulekit"}
     return [convert.code_action(a, ls.text_of, ls.settings.code_docs_url)
-            for a in editing.code_actions(c, path, span, only or None)]
+            for a in editing.code_actions(w.corpus, w.path, span, only or None)]
 
 
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)
 def on_code_lens(ls: RulekitLanguageServer, params: T.CodeLensParams) -> list[T.CodeLens] | None:
-    loc = ls.located(params.text_document.uri)
-    if loc is None:
+    w = ls.where(params)
+    if w is None:
         return None
-    c, path = loc
-    text = ls.doc_text(params.text_document.uri)
-    return [convert.code_lens(x, text) for x in lens.code_lenses(c, path, params.text_document.uri)]
+    return [convert.code_lens(x, w.text) for x in lens.code_lenses(w.corpus, w.path, w.uri)]
 
 
 @server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
@@ -524,8 +497,8 @@ def on_semantic_tokens(ls: RulekitLanguageServer, params: T.SemanticTokensParams
     text = ls.doc_text(uri)
     if path is None or file_kind(path) != "rule":
         return T.SemanticTokens(data=[])
-    loc = ls.located(uri)
-    module = loc[0].files[path].module if loc else None
+    w = ls.where(params)
+    module = w.corpus.files[path].module if w else None
     return convert.semantic_tokens(tokens.dsl_tokens(text, module), text)
 
 

@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Iterable
 
 import rulekit.rules.loader as _loader
-from rulekit.rules import dsl
 from rulekit.diagnostics import Diagnostic, Span, has_errors
-from rulekit.rules.dsl.compiler import compile_module
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import RuleSet
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.analysis.testing import TestResult, run_job_test, run_line_test
-from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
+from rulekit_lsp.chunked import ChunkedToml
+from rulekit_lsp.scheduling import Cancellable
 from rulekit_lsp.occurrences import ALIAS, DEF, RULE, STR, SYMPTOM, Occurrence, occurrences
 from rulekit_lsp.settings import Settings
 
@@ -65,6 +64,15 @@ class Foreground:
 
 
 FOREGROUND = Foreground()
+TEST_CACHE_LIMIT = 20_000  # inline-test results kept by content key (a corpus has ~1,000 tests)
+
+
+def read_rule_file(f: Path) -> tuple[str | None, list[Diagnostic]]:
+    """A rule file's text as the loader reads it (UTF-8; its RK001 for unreadable or
+    undecodable files): the loader's own reader, so the server and `rulekit check`
+    cannot word or decide it differently."""
+    text, problem = _loader.read_rule_file(f)
+    return text, [problem] if problem is not None else []
 
 
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", "build",
@@ -106,6 +114,7 @@ class FileState:
     executed_text: str | None = None  # the Python text last executed
     executed: tuple[RuleSet, list[Diagnostic]] | None = None  # what executing it gave
     last_good: RuleSet | None = None  # the RuleSet of the last text without a syntax error
+    chunks: ChunkedToml | None = None  # TOML: the per-table parse reused across edits
 
     @property
     def occ(self) -> list[Occurrence]:
@@ -161,6 +170,8 @@ class Corpus:
         self.edit_generation = 0
         self.full_run: tuple[int, list[TestResult]] | None = None  # (edit generation, results of every test)
         self._index: dict[tuple[str, str], list[tuple[str, Occurrence]]] | None = None
+        self._test_keys: dict[int, tuple[object, list[tuple]]] = {}  # id(rule) -> (rule, its tests' cache keys)
+        self._keys_aliases: dict[str, str] = {}
         self.load()
 
     # ---- files -----------------------------------------------------------------------
@@ -191,17 +202,10 @@ class Corpus:
                                                     Span(folder, 1, 1)))
             for f in entries:
                 if is_rule_path(str(f)) and str(f) not in self.files:
-                    try:  # the loader's own messages (parity with `rulekit check`)
-                        text = f.read_bytes().decode("utf-8")
-                    except UnicodeDecodeError as e:
-                        self.folder_diags.append(Diagnostic("RK001", f"`{f.name}` is not UTF-8 (byte {e.start})",
-                                                            Span(str(f), 1, 1)))
-                        continue
-                    except OSError as e:
-                        self.folder_diags.append(Diagnostic("RK001", f"cannot read `{f}`: {e.strerror}",
-                                                            Span(str(f), 1, 1)))
-                        continue
-                    self.update(str(f), text, execute=True)
+                    text, problems = read_rule_file(f)
+                    self.folder_diags.extend(problems)
+                    if text is not None:
+                        self.update(str(f), text, execute=True)
         self.initial_pending = bool(self.awaiting)
 
     def update(self, path: str, text: str, version: int | None = None, execute: bool = False) -> FileState:
@@ -216,18 +220,12 @@ class Corpus:
         self.analysis = None
         self._index = None
         if kind == "toml":
-            st.ruleset, st.diags = parse_rules(text, path)
-        elif kind == "tests":
-            cases, st.diags = parse_job_tests(text, path)
-            st.ruleset = RuleSet(job_tests=list(cases))
-        elif kind == "rule":
-            st.module, syn = dsl.parse_ast(text, path)
-            rs, more = compile_module(st.module, path)
-            if syn:  # as rulekit.rules.dsl.parse_file: a broken declaration's semantic complaints are noise
-                broken = [(i.span.line, i.span.end_line) for i in st.module.items  # type: ignore[attr-defined]
-                          if any(i.span.line <= d.span.line <= i.span.end_line for d in syn if d.span)]
-                more = [d for d in more if not d.span or not any(a <= d.span.line <= b for a, b in broken)]
-            st.ruleset, st.diags = rs, syn + more
+            if st.chunks is None:
+                st.chunks = ChunkedToml(path)
+            st.ruleset, st.diags = st.chunks.parse(text)  # = parse_rules(text, path), one table re-parsed
+        elif kind in ("tests", "rule"):  # the loader's own parse (a .rule file's syntax tree kept for the editor)
+            parsed = _loader.parse_rule_text(text, path)
+            st.ruleset, st.diags, st.module = parsed.ruleset, parsed.diagnostics, parsed.module
         elif kind == "py":
             self._update_python(st, execute)
         st._occ = None
@@ -302,10 +300,10 @@ class Corpus:
             if st.kind == "py":
                 plugin_texts.append(st.executed_text if st.executed_text is not None else st.text)
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
-        diags.extend(_loader.validate(rs, registry, plugin_texts))
-        diags.extend(_loader.plugin_literal_diagnostics(
-            {p: st.text for p, st in self.files.items() if st.kind == "py"}, registry))
-        diags.extend(dsl.check_references(rs, {r.name for r in rs.rules}))
+        # the loader's corpus-wide checks (CORPUS_CHECKS + FINALIZE); a plugin's mentions
+        # count with the text last executed, its literals with the text in the editor
+        diags.extend(_loader.check_corpus(rs, registry, {p: st.text for p, st in self.files.items() if st.kind == "py"},
+                                          plugin_texts))
         diags = _loader.hold_back_follow_ons(_loader.apply_suppressions(diags, texts), texts)
         rules: dict[str, object] = {}
         for r in rs.rules:
@@ -351,11 +349,22 @@ class Corpus:
 
         out = []
         aliases = a.registry.aliases()
+        if aliases != self._keys_aliases:  # every key depends on the aliases: start over
+            self._test_keys, self._keys_aliases = {}, dict(aliases)
+        memo, keys = self._test_keys, {}
         for r in a.ruleset.rules:
-            for i, t in enumerate(getattr(r, "tests", ()) or ()):
-                res = self.test_cache.get(_test_key(r, t, aliases))
+            tests = getattr(r, "tests", ()) or ()
+            if not tests:
+                continue
+            got = memo.get(id(r))  # a rule object is reused until its file is parsed again
+            if got is None or got[0] is not r:
+                got = (r, [_test_key(r, t, aliases) for t in tests])
+            keys[id(r)] = got
+            for i, (t, key) in enumerate(zip(tests, got[1])):
+                res = self.test_cache.get(key)
                 if res is not None and not res.passed and t.span is not None and t.span.file in self.files:
                     out.append(replace(res, span=t.span, name=f"{r.name} #{i + 1}").diagnostic())
+        self._test_keys = keys  # only the current rules' keys: the memo never grows
         return out
 
     def known_symptoms(self) -> list:
@@ -432,7 +441,14 @@ class Corpus:
                        full=paths is None and rule is None and jobs, generation=self.edit_generation)
 
     def apply_tests(self, job: "TestJob", results: dict[str, list[TestResult]], cache: dict[tuple, TestResult]) -> None:
+        """Merge a test run: its cache entries always (content-keyed, so never stale), its
+        per-rule results and the full-run record only when it ran to the end."""
         self.test_cache.update(cache)
+        if len(self.test_cache) > TEST_CACHE_LIMIT:  # typing makes a new key per text: keep the newest
+            for k in list(self.test_cache)[: len(self.test_cache) - TEST_CACHE_LIMIT]:
+                del self.test_cache[k]
+        if not job.complete:
+            return
         self.results.update(results)
         if job.full:
             self.full_run = (job.generation, [r for rs in results.values() for r in rs])
@@ -451,18 +467,21 @@ class Corpus:
         self.lint_generation += 1
         results = self.full_run[1] if self.full_run and self.full_run[0] == self.edit_generation else None
         return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log, results,
-                       self.settings.lint_config)
+                       self.settings.lint_config, edit_generation=self.edit_generation)
 
-    def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> None:
-        if job.generation != self.lint_generation:
-            return  # an edit happened since: stale
+    def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> bool:
+        """Adopt a lint's findings; False (nothing changed) when a newer lint was started
+        or any file changed since its snapshot: its findings describe texts that are
+        gone (the edit scheduled the lint that replaces it)."""
+        if job.generation != self.lint_generation or job.edit_generation != self.edit_generation:
+            return False
         by_file: dict[str, list[Diagnostic]] = {}
         known = {(d.code, d.span, d.message) for d in self.analyze().diagnostics}
         for d in diags:
             if d.span is not None and (d.code, d.span, d.message) not in known:
                 by_file.setdefault(d.span.file, []).append(d)
         self.slow = by_file
-        self.analysis = self.analysis  # unchanged
+        return True
 
 
 def _rule_key(rule) -> tuple:
@@ -491,12 +510,15 @@ class TestJob:
     cache: dict[tuple, TestResult]
     full: bool = False  # every test of the corpus
     generation: int = 0
+    stop: Cancellable = field(default_factory=Cancellable)  # superseded: stop at the next test
+    complete: bool = True  # False when stopped early (its cache entries are still right)
 
     def run(self) -> tuple[dict[str, list[TestResult]], dict[tuple, TestResult]]:
         from dataclasses import replace
 
         results: dict[str, list[TestResult]] = {}
         new_cache: dict[tuple, TestResult] = {}
+        self.complete = True
         try:
             engine = RuleEngine(self.ruleset, self.registry)
         except Exception as e:  # a corpus that cannot even be organised: every test is an error
@@ -512,6 +534,9 @@ class TestJob:
                 res = self.cache.get(key)
                 if res is None:
                     FOREGROUND.checkpoint()
+                    if self.stop.cancelled:  # a newer edit wants its own run: keep what is done
+                        self.complete = False
+                        return results, new_cache
                     try:
                         res = run_line_test(engine, r, t, i)
                     except Exception as e:  # noqa: BLE001 - a test that cannot run is a result
@@ -522,12 +547,34 @@ class TestJob:
             results[r.name] = out
         for c in self.cases:
             FOREGROUND.checkpoint()
+            if self.stop.cancelled:
+                self.complete = False
+                return results, new_cache
             try:
                 res = run_job_test(engine, c)
             except Exception as e:  # noqa: BLE001
                 res = TestResult("job", c.name, False, c.span, error=f"could not run: {type(e).__name__}: {e}")
             results.setdefault(c.name, []).append(res)
         return results, new_cache
+
+
+_MEMO_READ = False
+
+
+def _warm_lint_memo() -> None:
+    """Once per process, before the first lint: read the lint memo a previous server
+    (or `rulekit lint`) left on disk, so a first lint searches only new pairs."""
+    global _MEMO_READ
+    if not _MEMO_READ:
+        _MEMO_READ = True
+        from rulekit.analysis.lint import load_memo
+
+        load_memo()
+
+
+class LintStopped(BaseException):
+    """Raised at a lint checkpoint when the job was cancelled (a BaseException, so the
+    lint's own `except Exception` handlers let it through)."""
 
 
 @dataclass
@@ -544,8 +591,23 @@ class LintJob:
     sample_log: str | None
     test_results: list[TestResult] | None = None
     lint_config: str | None = None
+    edit_generation: int = 0  # the corpus's edit generation of the snapshot
+    stop: Cancellable = field(default_factory=Cancellable)  # its corpus was rebuilt: stop at a checkpoint
 
-    def run(self) -> list[Diagnostic]:
+    def checkpoint(self) -> None:
+        FOREGROUND.checkpoint()
+        if self.stop.cancelled:
+            raise LintStopped
+
+    def run(self) -> list[Diagnostic] | None:
+        """The lint's diagnostics; None when stopped (nothing to apply)."""
+        try:
+            self.checkpoint()  # stopped before it started (a lint that memo hits finish may never check)
+            return self._run()
+        except LintStopped:
+            return None
+
+    def _run(self) -> list[Diagnostic]:
         try:
             from rulekit.analysis.lint import lint_corpus
         except ImportError:  # the toolkit's lint is not installed: nothing to add
@@ -570,11 +632,16 @@ class LintJob:
             from rulekit.analysis.settings import load_settings
 
             config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
+        _warm_lint_memo()
         try:
-            return list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
-                                    checkpoint=FOREGROUND.checkpoint))
+            diags = list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
+                                     checkpoint=self.checkpoint))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
+        from rulekit.analysis.lint import save_memo
+
+        save_memo()  # only when it grew: the next server's first lint is then incremental too
+        return diags
 
 
 # ---- the workspace -------------------------------------------------------------------------
@@ -715,9 +782,10 @@ class Workspace:
             return c
         if not is_rule_path(path):
             return None
-        try:
-            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
-        except (OSError, UnicodeDecodeError):
+        text, _problems = read_rule_file(Path(path))
+        if text is not None:
+            c.update(path, text, execute=True)
+        else:
             c.remove(path)
             c.load()  # reports the unreadable file as the loader does
         return c
@@ -727,9 +795,10 @@ class Workspace:
         if c is None or path not in c.files:
             return
         c.files[path].is_open = False
-        try:  # back to the saved text
-            c.update(path, Path(path).read_bytes().decode("utf-8"), execute=True)
-        except (OSError, UnicodeDecodeError):
+        text, _problems = read_rule_file(Path(path))  # back to the saved text
+        if text is not None:
+            c.update(path, text, execute=True)
+        else:
             c.remove(path)
 
     def text_of(self, path: str) -> str | None:

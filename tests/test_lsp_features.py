@@ -145,6 +145,42 @@ def test_completion_contexts(corpus: Corpus, ws: Path):
     assert "extractor" in kw
 
 
+def test_completion_metric_rules_keys_and_metric_names(tmp_path: Path):
+    """[[metric_rule]] / [[metric_rule.test]] / [[case.metric]] keys, the metric names the
+    corpus watches (in a rule's `metric` and a case series' `name`), aggregates in `when`."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "m.toml").write_text(
+        'author = "t"\n[[symptom]]\nname = "HOT"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 500\nblame = "node"\n'
+        '[[metric_rule]]\nname = "gpu-hot"\nmetric = "DCGM_FI_DEV_GPU_TEMP"\nwhen = "value > 90"\n'
+        'emit = { type = "interesting_node", symptom = "HOT" }\n')
+    c = Corpus([rules])
+    m = str((rules / "m.toml").resolve())
+
+    def labels(text: str, line_text: str) -> set[str]:
+        full = text + line_text
+        lines = full.split("\n")
+        return {e.label for e in completion.complete(c, m, full, len(lines), len(lines[-1]) + 1)}
+
+    base = (rules / "m.toml").read_text()
+    assert {"metric", "when", "window", "for", "labels", "emit", "test"} <= labels(base, "wi") | labels(base, "")
+    assert "match_re" not in labels(base, "")
+    assert labels(base, "[[metric_rule.test]]\n") >= {"samples", "expect", "symptom", "labels", "node"}
+    assert {"metric_rule", "metric_rule.test", "case.metric"} <= labels(base, "[[met")
+    assert labels(base, '[[metric_rule]]\nmetric = "DC') == {"DCGM_FI_DEV_GPU_TEMP"}
+    assert labels(base, '[[metric_rule]]\nwhen = "') == {"value", "rate", "increase"}
+    assert "DCGM_FI_DEV_GPU_TEMP" not in labels(base, '[[extractor]]\nname = "')  # not a metric context
+    tests = str((rules / "m.test.toml").resolve())
+    case = '[[case]]\nname = "c"\n[[case.metric]]\n'
+    got = {e.label for e in completion.complete(c, tests, case, 4, 1)}
+    assert got == {"node", "name", "labels", "samples"}
+    got = {e.label for e in completion.complete(c, tests, case + 'name = "', 4, 9)}
+    assert got == {"DCGM_FI_DEV_GPU_TEMP"}
+    dsl = str((rules / "x.rule").resolve())
+    assert "metric_rule" in {e.label for e in completion.complete(c, dsl, "met", 1, 4)}
+    assert {e.label for e in completion.complete(c, dsl, '  metric "', 1, 11)} == {"DCGM_FI_DEV_GPU_TEMP"}
+
+
 def test_document_and_workspace_symbols(corpus: Corpus, ws: Path):
     extra = ws / "rules" / "extra.rule"
     syms = symbols.document_symbols(corpus, str(extra))

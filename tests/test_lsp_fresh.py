@@ -175,3 +175,34 @@ def test_form_feed_and_lone_cr_split_lines_the_same_in_server_and_cli(make_corpu
     (lsp,) = [d for d in Corpus([rules]).diagnostics_by_file()[str(rules / "a.rule")] if d.code == "RK203"]
     assert lsp.span == cli.span
     assert convert.to_position(text, lsp.span.line, lsp.span.col).line == 4
+
+
+BLAMED = TOML.replace('rank = 10\n', 'rank = 10\nblame = "node"\n')
+OVERLAPPING = BLAMED + '''
+[[extractor]]
+name = "FooToo"
+author = "t"
+match_re = 'foo fault on'
+emit = { type = "bad_node", symptom = "FOO_FAULT" }
+'''
+
+
+def test_a_lint_that_ran_on_an_older_text_is_not_shown_for_the_new_one(make_corpus):
+    """Race: a lint started before an edit finished after it, and its findings (about a
+    rule the edit removed) were published for the new text until the next lint."""
+    rules = make_corpus({"a.toml": OVERLAPPING})
+    c = Corpus([rules])
+    f = rules / "a.toml"
+    job = c.lint_job()  # lint starts on the text with the overlap ...
+    diags = job.run()
+    assert any(d.code in ("RK306", "RK307") and "FooToo" in d.message for d in diags)
+    c.update(str(f), BLAMED, 2)  # ... the user deletes FooToo while it runs ...
+    assert not c.apply_lint(job, diags)  # ... its findings are dropped, not shown for version 2
+    assert not any("FooToo" in d.message for d in c.diagnostics_by_file()[str(f)])
+    job = c.lint_job()  # the lint the edit scheduled lands
+    assert c.apply_lint(job, job.run())
+    assert not any(d.code in ("RK306", "RK307") for d in c.diagnostics_by_file()[str(f)])
+    c.update(str(f), OVERLAPPING, 3)
+    job = c.lint_job()
+    assert c.apply_lint(job, job.run())
+    assert any(d.code in ("RK306", "RK307") for d in c.diagnostics_by_file()[str(f)])

@@ -175,3 +175,24 @@ async def test_published_diagnostics_equal_cli(client: LanguageClient):
     while published() != want and asyncio.get_event_loop().time() < deadline:
         await asyncio.sleep(0.1)
     assert published() == want
+
+
+def test_unreadable_and_undecodable_files_read_as_the_loader_reads_them(tmp_path: Path):
+    """The server reads rule files with the loader's own reader (issue 19): the same RK001
+    for a file that is not UTF-8 and a DSL file with a broken declaration, the same
+    partial compile, as `load_corpus`."""
+    from rulekit.rules.loader import load_corpus
+
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "a.toml").write_text('author = "t"\n[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\n'
+                                   'rank = 1\nblame = "node"\n')
+    (folder / "latin1.toml").write_bytes(b'author = "caf\xe9"\n[[symptom]]\nname = "T"\n')
+    (folder / "b.rule").write_text('extractor Half {\n  match /x/\n  emit bad_node "S"\n  test "x" =>\n}\n'
+                                   'extractor Whole {\n  match /y/\n  emit bad_node "NOPE"\n}\n')
+    want = sorted((d.code, str(d.span), d.message) for d in load_corpus([folder]).diagnostics)
+    c = Corpus([folder])
+    got = sorted((d.code, str(d.span), d.message) for ds in c.diagnostics_by_file().values() for d in ds)
+    got += sorted((d.code, str(d.span), d.message) for d in c.folder_diags if d.span and d.span.file not in c.files)
+    assert sorted(set(got)) == sorted(set(want))
+    assert any(code == "RK001" and "not UTF-8" in msg for code, _, msg in want)

@@ -170,11 +170,11 @@ def test_cli_tcp_transport(tmp_path: Path):
 
 async def test_background_job_exceptions_reach_the_awaiting_coroutine():
     # regression: the exception was referenced after its `except` block ended (NameError instead)
-    from rulekit_lsp.server import RulekitLanguageServer
+    from rulekit_lsp.scheduling import Scheduler
 
     def boom():
         raise ValueError("lint failed")
 
     with pytest.raises(ValueError, match="lint failed"):
-        await RulekitLanguageServer.background(boom)
-    assert await RulekitLanguageServer.background(lambda: 42) == 42
+        await Scheduler.background(boom)
+    assert await Scheduler.background(lambda: 42) == 42

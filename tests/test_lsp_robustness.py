@@ -127,7 +127,11 @@ async def test_server_survives_random_incremental_edits(client: LanguageClient):
         res = await asyncio.wait_for(client.text_document_document_symbol_async(
             T.DocumentSymbolParams(text_document=T.TextDocumentIdentifier(uri=uri))), 10)
         assert res is not None
-        await asyncio.sleep(0.1)
+        # published once the corpus's plugins are probed (a child process: seconds on a loaded
+        # machine, and nothing is published before, not to show false RK203s): wait for it
+        deadline = asyncio.get_event_loop().time() + 60
+        while uri not in client.diagnostics and asyncio.get_event_loop().time() < deadline:
+            await asyncio.sleep(0.05)
         assert uri in client.diagnostics
     errors = [m.message for m in client.log_messages if m.type == T.MessageType.Error]
     assert errors == []

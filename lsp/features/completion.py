@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import re
 
-from rulekit.rules.model import EMIT_TYPES, OUTCOMES, FilterPriority, RefinerPriority
-from rulekit.rules.toml_frontend import (CASE_KEYS, CATALOG_KEYS, EMIT_KEYS, EXPECT_KEYS, EXTRACTOR_KEYS, FAMILY_KEYS,
-                                   OBS_KEYS, OUTCOME_RULE_KEYS, SYMPTOM_KEYS, TEMPLATE_KEYS, TEST_KEYS, TOP_KEYS)
+from rulekit.rules.model import EMIT_TYPES, METRIC_AGGREGATES, OUTCOMES, FilterPriority, RefinerPriority
+from rulekit.rules.toml_frontend import (CASE_KEYS, CASE_METRIC_KEYS, CATALOG_KEYS, EMIT_KEYS, EXPECT_KEYS,
+                                         EXTRACTOR_KEYS, FAMILY_KEYS, METRIC_RULE_KEYS, METRIC_TEST_KEYS, OBS_KEYS,
+                                         OUTCOME_RULE_KEYS, SYMPTOM_KEYS, TEMPLATE_KEYS, TEST_KEYS, TOP_KEYS)
 from rulekit_lsp.features import CompletionEntry
 from rulekit_lsp.workspace import Corpus, file_kind
 
@@ -16,16 +17,20 @@ TOML_SECTIONS = {
     "": TOP_KEYS, "symptom": SYMPTOM_KEYS, "outcome_rule": OUTCOME_RULE_KEYS, "extractor": EXTRACTOR_KEYS,
     "extractor.test": TEST_KEYS, "family": FAMILY_KEYS, "family.template": TEMPLATE_KEYS,
     "family.member": {"name", "test", "author", "docs"}, "family.member.test": TEST_KEYS,
-    "catalog": CATALOG_KEYS, "catalog.test": TEST_KEYS, "case": CASE_KEYS, "case.observation": OBS_KEYS,
+    "catalog": CATALOG_KEYS, "catalog.test": TEST_KEYS, "metric_rule": METRIC_RULE_KEYS,
+    "metric_rule.test": METRIC_TEST_KEYS, "case": CASE_KEYS, "case.observation": OBS_KEYS, "case.metric": CASE_METRIC_KEYS,
     "case.expect": EXPECT_KEYS, "case.job": {"id", "state", "nodes", "failed_node", "exit_code", "tasks_per_node",
                                              "ranks"},
 }
 TABLE_HEADERS = ["symptom", "outcome_rule", "extractor", "extractor.test", "family", "family.member",
-                 "family.member.test", "catalog", "catalog.entries", "catalog.test", "case", "case.observation"]
-DSL_DECLS = ["symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "case", "author"]
+                 "family.member.test", "catalog", "catalog.entries", "catalog.test", "metric_rule", "metric_rule.test", "case", "case.observation",
+                 "case.metric"]
+DSL_DECLS = ["symptom", "prefix", "extractor", "family", "catalog", "filter", "refiner", "collector", "metric_rule", "case",
+             "author"]
 DSL_CLAUSES = ["author", "docs", "outcome", "sub_domain", "rank", "aliases", "blame", "action", "source", "format", "requires",
                "uses python", "match", "key", "emit", "test", "member", "entry", "demote", "discard", "promote",
-               "when", "unless", "prefer", "gather", "for each node", "job", "observe", "expect"]
+               "when", "unless", "prefer", "gather", "for each node", "job", "observe", "expect", "metric", "labels",
+               "for", "window", "series"]
 SYMPTOM_CONTEXT = re.compile(r"(symptom|symptoms|root_cause|absent_symptoms|aliases)\s*=\s*\[?[^=]*$")
 RULE_CONTEXT = re.compile(r"(requires)\s*=\s*\[?[^=]*$")
 
@@ -70,6 +75,22 @@ def symptom_items(corpus: Corpus) -> list[CompletionEntry]:
 
 def rule_items(corpus: Corpus) -> list[CompletionEntry]:
     return [CompletionEntry(r.name, "rule", r.kind.value, r.docs) for r in corpus.known_rules()]
+
+
+def metric_items(corpus: Corpus) -> list[CompletionEntry]:
+    """The metric names the corpus's metric rules watch (a case's series and a new
+    rule name the same metrics), with the rules that watch each."""
+    by_name: dict[str, list[str]] = {}
+    for r in corpus.known_rules():
+        m = getattr(r, "metric", None)
+        if isinstance(m, str) and m:
+            by_name.setdefault(m, []).append(r.name)
+    return [CompletionEntry(m, "metric", "metric watched by " + ", ".join(sorted(rs)[:3])
+                            + (" ..." if len(rs) > 3 else "")) for m, rs in sorted(by_name.items())]
+
+
+def aggregate_items() -> list[CompletionEntry]:
+    return [CompletionEntry(a, "value", "metric aggregate (`AGGREGATE OP NUMBER`)") for a in METRIC_AGGREGATES]
 
 
 def strata_items(kind: str | None = None) -> list[CompletionEntry]:
@@ -124,6 +145,12 @@ def _complete_toml(corpus: Corpus, lines: list[str], line: int, prefix: str) -> 
                                    if "expect" in prefix else [])
         if re.search(r"\boutcome\s*=\s*[\"']$", prefix):
             return [CompletionEntry(o, "value", "outcome") for o in OUTCOMES]
+        section = _section_at(lines, line)
+        if (re.search(r"^\s*metric\s*=\s*[\"'][^\"']*$", prefix) and section == "metric_rule") or (
+                re.search(r"^\s*name\s*=\s*[\"'][^\"']*$", prefix) and section == "case.metric"):
+            return metric_items(corpus)
+        if re.search(r"^\s*when\s*=\s*[\"']\w*$", prefix) and section == "metric_rule":
+            return aggregate_items()
         if RULE_CONTEXT.search(prefix):
             return rule_items(corpus)
         if SYMPTOM_CONTEXT.search(prefix):
@@ -142,6 +169,8 @@ def _complete_toml(corpus: Corpus, lines: list[str], line: int, prefix: str) -> 
 def _complete_dsl(corpus: Corpus, prefix: str) -> list[CompletionEntry]:
     stripped = prefix.strip()
     if _in_string(prefix):
+        if re.search(r"^\s*(metric|series)\s+\"[^\"]*$", prefix):
+            return metric_items(corpus)
         return symptom_items(corpus)
     m = re.match(r"^\s*(filter|refiner)\s+\S+\s+\w*$", prefix)
     if m:

@@ -314,6 +314,54 @@ class _Memo:
 
 _MEMO = _Memo()
 
+# the memo tables worth keeping across processes: pure functions of patterns (and the
+# sample's digest), the exact searches above all (most of a first lint's time)
+PERSISTED = ("overlap", "contains", "shortest", "scan", "keys", "pairs", "nfa-ok")
+_saved_sizes: dict[str, int] = {}
+
+
+def _memo_key() -> str:
+    from rulekit.extract import diskcache
+
+    return diskcache.make_key("lint-memo", diskcache.code_fingerprint())
+
+
+def load_memo() -> int:
+    """Merge the on-disk lint memo (rulekit.extract.diskcache, keyed by the code that
+    computed it) into this process's; the number of entries read (0: none, disabled
+    or unreadable, never an error)."""
+    from rulekit.extract import diskcache
+
+    got = diskcache.load("lint-memo", _memo_key())
+    if not isinstance(got, dict):
+        return 0
+    n = 0
+    for name in PERSISTED:
+        table = got.get(name)
+        if isinstance(table, dict):
+            mine = _MEMO.table(name)
+            for k, v in table.items():
+                mine.setdefault(k, v)
+            n += len(table)
+            _saved_sizes[name] = len(mine)
+    return n
+
+
+def save_memo() -> bool:
+    """Write this process's lint memo to disk when it grew since the last save or load
+    (so the next language server or `rulekit lint` starts warm); False when nothing
+    was new or the cache is disabled."""
+    from rulekit.extract import diskcache
+
+    sizes = {name: len(_MEMO.tables.get(name, {})) for name in PERSISTED}
+    if all(sizes[n] <= _saved_sizes.get(n, 0) for n in PERSISTED):
+        return False
+    body = {name: dict(_MEMO.tables.get(name, {})) for name in PERSISTED}
+    ok = diskcache.store("lint-memo", _memo_key(), body)
+    if ok:
+        _saved_sizes.update(sizes)
+    return ok
+
 
 def _sig(r: Rule) -> tuple:
     unit = _unit(r)
@@ -426,18 +474,26 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
             nfas[r.name] = t[key]
         return nfas[r.name]
 
+    def supported(r: Rule) -> bool:
+        """Does the exact search handle this pattern?  Memoized apart from the NFA itself
+        (and kept on disk): with the searches memoized, no NFA needs building at all."""
+        t = _MEMO.table("nfa-ok")
+        key = (r.match_re, rep)
+        if key not in t:
+            t[key] = nfa(r) is not None
+        return t[key]
+
     def search(kind: str, fn, x: Rule, y: Rule, *more):
-        nx, ny = nfa(x), nfa(y)
-        return _memo_search(kind, lambda *_: fn(nx, ny, *more), x.match_re, y.match_re, *more)
+        return _memo_search(kind, lambda *_: fn(nfa(x), nfa(y), *more), x.match_re, y.match_re, *more)
 
     for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint):
         if checkpoint is not None:
             checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
-        na, nb = nfa(a), nfa(b)
+        both = supported(a) and supported(b)
         witness, method = None, None
         if cofire is not None:
             witness, method = scan.text[cofire], ("sample" if cofire < scan.cut else "test line")
-        elif na is not None and nb is not None:
+        elif both:
             res = search("overlap", OV.overlap, a, b, budget, rep, int(cfg["overlap_min_shared"]))
             if res.found and res.witness is not None and _confirm(res.witness, a, b):
                 witness, method = res.witness, "exact" if res.exact else "approximate"
@@ -445,10 +501,10 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
             continue
         # shadowing: is one contained in the other?
         shadow = None
-        if na is not None and nb is not None:
-            for big, small, nbig, nsmall in ((a, b, na, nb), (b, a, nb, na)):
+        if both:
+            for big, small in ((a, b), (b, a)):
                 # cheap exact disproof first: a line `small` matches that `big` does not
-                short = _memo_search("shortest", lambda *_: OV.shortest_line(nsmall, budget, rep),
+                short = _memo_search("shortest", lambda *_, s=small: OV.shortest_line(nfa(s), budget, rep),
                                      small.match_re, budget, rep)
                 if short is not None and compile_pattern(big.match_re).search(short) is None:
                     continue
