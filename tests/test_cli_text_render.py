@@ -1,15 +1,9 @@
 """`rulekit attribute`'s text off a terminal: `PlainConsole` prints the bytes rich's
 Console prints there (it renders with rich.markup, without rich.console), for
-tricky strings and for every example's result; and a started `attribute`
-imports neither rich.console nor the other commands (what keeps the start fast,
-checked by module, not by timing)."""
+tricky strings and for every example's result."""
 from __future__ import annotations
 
 import io
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -94,43 +88,3 @@ def test_rich_is_chosen_when_rich_sees_a_terminal(monkeypatch):
         assert attr._rich_sees_a_terminal(buf) is want is Console(file=buf).is_terminal, env
         for k in env:
             monkeypatch.delenv(k)
-
-
-# modules a started `rulekit attribute` must not import: the other commands, their groups,
-# and rich's console (text off a terminal goes through PlainConsole)
-NOT_IMPORTED = ["rich.console", "rulekit_lsp", "pygls", "lark", "fastapi", "uvicorn", "dask", "distributed",
-                "tomlkit", "rulekit.analysis", "rulekit.service", "rulekit.blueprint", "rulekit.rules.dsl.parser",
-                "rulekit.cli.serve", "rulekit.cli.lint", "rulekit.cli.lsp", "rulekit.cli.test", "rulekit.cli.diff",
-                "rulekit.cli.blueprint", "rulekit.cli.fmt", "rulekit.cli.convert", "rulekit.cli.explain",
-                "rulekit.executors.dask", "rulekit.executors.local", "xml.sax"]
-
-_PROBE = """
-import json, sys
-sys.argv = ["rulekit", "attribute", *sys.argv[1:]]
-from rulekit.cli import main
-try:
-    main()
-except SystemExit as e:
-    code = e.code
-else:
-    code = 0
-sys.stdout.flush()
-print("\\n@@" + json.dumps([code, sorted(sys.modules)]))
-"""
-
-
-@pytest.mark.parametrize("fmt", ["text", "json"])
-def test_a_started_attribute_imports_only_what_it_needs(fmt, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
-    env["RULEKIT_CACHE_DIR"] = str(tmp_path / "cache")  # cold (parses the DSL with lark), then warm: checked
-    for run in ("cold", "warm"):
-        p = subprocess.run([sys.executable, "-c", _PROBE, "--format", fmt, str(ROOT / "examples" / "xid149-nvlink")],
-                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-        out, _, tail = p.stdout.rpartition("\n@@")
-        code, modules = json.loads(tail)
-        assert code == 0, p.stderr
-        assert "NVLINK_SIGNAL_INTEGRITY" in out
-        if run == "cold":
-            continue
-        loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_IMPORTED)]
-        assert loaded == [], f"`rulekit attribute --format {fmt}` imported {loaded}"

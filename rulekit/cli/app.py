@@ -4,12 +4,14 @@ and the edge between a user's error and a bug: an exception no command turned
 into an exit status is reported as one line, "internal error (a bug)", with
 `ExitStatus.INTERNAL`; the traceback only under `--traceback`.
 
-Commands load lazily: `COMMAND_MODULES` names the module that registers each
-command, and the root group imports a command's module only when that command
-is looked up (`rulekit attribute` never imports the LSP, lint, the HTTP service
-or the dashboard); listing the commands (`--help`, a typo) imports them all, in
-this order, so help reads as before.  Must not import a command module at import
-time."""
+Commands load lazily in the console script: `COMMAND_MODULES` names the module
+that registers each command, and after `app.on_demand()` (what `rulekit.cli.main`
+does) the root group imports a command's module only when that command is looked
+up (`rulekit attribute` never imports the LSP, lint, the HTTP service or the
+dashboard); listing the commands (`--help`, a typo) imports them all, in this
+order, so help reads as before.  Anyone else who reads the app (typer's
+`get_command(app)`, `CliRunner().invoke(app, ...)`) finds every command, as
+before the lazy loading.  Must not import a command module at import time."""
 import errno
 import importlib
 import os
@@ -52,14 +54,80 @@ def _rank(module: str) -> int:
     return _ORDER.index(mod) if mod in _ORDER else len(_ORDER)
 
 
+class _App(typer.Typer):
+    """The root application.  Its command and group lists fill themselves (every command
+    module, in help order) the first time anything reads them, unless `on_demand()`
+    was called first: then the root group loads commands as they are looked up."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lazy, self._filled, self._filling = False, False, 0
+        super().__init__(*args, **kwargs)
+
+    # a module registering its command appends to the lists: that is not a read
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        register = super().command(*args, **kwargs)
+
+        def decorator(f: Any) -> Any:
+            self._filling += 1
+            try:
+                return register(f)
+            finally:
+                self._filling -= 1
+        return decorator
+
+    def add_typer(self, *args: Any, **kwargs: Any) -> None:
+        self._filling += 1
+        try:
+            super().add_typer(*args, **kwargs)
+        finally:
+            self._filling -= 1
+
+    def on_demand(self) -> None:
+        """Load commands only when they are looked up (the console script)."""
+        self._lazy = True
+
+    def _fill(self) -> None:
+        if self._lazy or self._filled or self._filling:
+            return
+        self._filling += 1
+        try:
+            load_commands()
+            _sort(self)
+            self._filled = True
+        finally:
+            self._filling -= 1
+
+    @property  # type: ignore[override]
+    def registered_commands(self) -> list:
+        self._fill()
+        return self._commands
+
+    @registered_commands.setter
+    def registered_commands(self, value: list) -> None:
+        self._commands = value
+
+    @property  # type: ignore[override]
+    def registered_groups(self) -> list:
+        self._fill()
+        return self._groups
+
+    @registered_groups.setter
+    def registered_groups(self, value: list) -> None:
+        self._groups = value
+
+
+def _sort(typer_app: Any) -> None:
+    # a module imported directly (`import rulekit.cli.check`) registered out of turn: help order
+    typer_app._commands.sort(key=lambda c: _rank(getattr(c.callback, "__module__", "")))
+
+
 class _Group(TyperGroup):
     """The root group: loads commands on demand (see the module docstring), runs the
     command and turns an unexpected exception into one line."""
 
     def _refresh(self, names: Any = None) -> None:
         load_commands(names)
-        # a module imported directly (`import rulekit.cli.check`) registered out of turn: help order
-        app.registered_commands.sort(key=lambda c: _rank(getattr(c.callback, "__module__", "")))
+        _sort(app)
         fresh = typer.main.get_command(app)
         self.commands = dict(fresh.commands)  # type: ignore[attr-defined]
 
@@ -91,7 +159,7 @@ class _Group(TyperGroup):
             raise typer.Exit(ExitStatus.INTERNAL) from None
 
 
-app = typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+app = _App(cls=_Group, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="rulekit: rules for failure attribution of distributed GPU jobs.")
 
