@@ -6,17 +6,21 @@ Runs the installed console script (this venv's `rulekit`, and `--old` if given,
 alternating in the same run) with a user's settings: no RULEKIT_* variables,
 bytecode caching on (PYTHONDONTWRITEBYTECODE removed), the corpus cache in the
 default folder (~/.cache/rulekit).  One unmeasured run first fills the caches.
-Prints best-of-N wall and CPU seconds (user + sys, from os.wait4) per CLI, the
+Prints best-of-N and median wall and CPU seconds (user + sys, from os.wait4) per CLI, the
 load average, and checks both CLIs print the same bytes.  Bounded: 2 × (N + 1)
 runs of a ~0.5 s command.
 
 `--breakdown` also prints where one warm run spends its time: the CPU seconds of
 each phase measured in one process (imports included where they happen).
+`--instructions` also counts the instructions one warm run executes (valgrind
+cachegrind, `I refs`; ~15 s a run): unlike seconds, the count does not depend
+on what else the machine is doing, so the ratio holds on a shared machine.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -52,10 +56,11 @@ with Session(res.engine, jd.job) as s:
 mark("attribute")
 out = json.dumps(r, indent=2, default=str)
 mark("render json")
-from rich.console import Console
-from rulekit.cli.attribute import render_text
-render_text(Console(file=io.StringIO(), highlight=False, soft_wrap=True), r)
-mark("render text (rich)")
+import contextlib
+from rulekit.cli.attribute import render_text, text_console
+with contextlib.redirect_stdout(io.StringIO()):  # not a terminal: what `rulekit attribute > file` does
+    render_text(text_console(), r)
+mark("render text (off a terminal)")
 for (_, p0, _w0), (name, p1, _w1) in zip(marks, marks[1:]):
     print(f"  {name:<38} {p1 - p0:6.3f} s CPU")
 print(f"  {'total (after interpreter start)':<38} {marks[-1][1] - marks[0][1]:6.3f} s CPU")
@@ -78,12 +83,29 @@ def run(cli: Path, fmt: str) -> tuple[float, float, bytes]:
     return wall, ru.ru_utime + ru.ru_stime, out
 
 
+def instructions(cli: Path, fmt: str) -> int | None:
+    """Instructions executed by one run of `cli` (valgrind's cachegrind), None without valgrind."""
+    import re
+    import shutil
+
+    vg = shutil.which("valgrind")
+    if vg is None:
+        return None
+    python = cli.with_name("python")  # the console script's interpreter: valgrind cannot follow a #! line
+    p = subprocess.run([vg, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", str(python),
+                        str(cli), "attribute", "--format", fmt, str(EXAMPLE)], capture_output=True, text=True,
+                       env=user_env(), cwd=ROOT, timeout=600)
+    m = re.search(r"I\s+refs:\s+([\d,]+)", p.stderr)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--old", type=Path, help="another rulekit console script to time alternately (a baseline)")
     ap.add_argument("--format", default="json", choices=("json", "text"))
     ap.add_argument("--breakdown", action="store_true", help="also print the per-phase CPU of one warm run")
+    ap.add_argument("--instructions", action="store_true", help="also count one warm run's instructions (valgrind)")
     args = ap.parse_args(argv)
     clis = {"this": RULEKIT}
     if args.old:
@@ -105,11 +127,21 @@ def main(argv: list[str] | None = None) -> int:
             cpus[name].append(c)
             outs[name] = out
     for name, cli in clis.items():
-        print(f"{name:>5} {cli}: best of {args.runs} {min(walls[name]):.3f} s wall, {min(cpus[name]):.3f} s CPU "
+        print(f"{name:>5} {cli}: best of {args.runs} {min(walls[name]):.3f} s wall, {min(cpus[name]):.3f} s CPU; "
+              f"median {statistics.median(walls[name]):.3f} s wall, {statistics.median(cpus[name]):.3f} s CPU "
               f"(wall {', '.join(f'{w:.2f}' for w in walls[name])})")
     if "old" in clis:
-        print(f"ratio old/this: {min(walls['old']) / min(walls['this']):.2f}x wall, "
-              f"{min(cpus['old']) / min(cpus['this']):.2f}x CPU; same output: {outs['old'] == outs['this']}")
+        print(f"ratio old/this: best {min(walls['old']) / min(walls['this']):.2f}x wall, "
+              f"{min(cpus['old']) / min(cpus['this']):.2f}x CPU; median "
+              f"{statistics.median(walls['old']) / statistics.median(walls['this']):.2f}x wall, "
+              f"{statistics.median(cpus['old']) / statistics.median(cpus['this']):.2f}x CPU; "
+              f"same output: {outs['old'] == outs['this']}")
+    if args.instructions:
+        counts = {name: instructions(cli, args.format) for name, cli in clis.items()}
+        for name, n in counts.items():
+            print(f"{name:>5}: {n / 1e6:,.0f} M instructions" if n else f"{name:>5}: no count (valgrind missing?)")
+        if "old" in counts and counts["old"] and counts["this"]:
+            print(f"ratio old/this: {counts['old'] / counts['this']:.2f}x instructions")
     if args.breakdown:
         print("breakdown of one warm run (this CLI's Python, one process):")
         sys.stdout.flush()
