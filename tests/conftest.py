@@ -41,3 +41,13 @@ def make_corpus(tmp_path):
         return root
 
     return make
+
+
+# Tests that fork worker processes (the chunk-parallel scan) run first: a fork is
+# only safe while this process has one thread, and other tests leave threads behind
+# (language servers, Dask clients, uvicorn in a thread).  Run later, they would skip.
+FORK_FIRST = ("test_chunk_parallel.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in FORK_FIRST)  # stable: order otherwise kept

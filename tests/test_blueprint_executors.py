@@ -13,11 +13,12 @@ import json
 import os
 import signal
 import sqlite3
-import textwrap
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+
+from corpora import STALL_RULES, write_rules
 
 from rulekit.blueprint.config import load_config
 from rulekit.blueprint.connectors.sqlite import SqliteOutput
@@ -31,35 +32,6 @@ REPO = Path(__file__).resolve().parent.parent
 STATIC = REPO / "examples" / "blueprint" / "static"
 TABLES = ("results", "result_nodes", "evidence", "coverage", "components")
 
-STALL_RULES = {
-    "symptoms.toml": """
-        [[symptom]]
-        name = "STALL_FAULT"
-        outcome = "hardware"
-        sub_domain = "gpu"
-        rank = 900
-        blame = "node"
-    """,
-    "extract.toml": """
-        [[extractor]]
-        name = "ExStall"
-        match_re = 'FAULT'
-        emit = { type = "bad_node", symptom = "STALL_FAULT" }
-    """,
-    "stall.py": """
-        import time
-        from rulekit.plugin import filter_def, FilterPriority
-
-        @filter_def(name="Stall", author="t", priority=FilterPriority.EARLY)
-        def stall(ctx):
-            for e in ctx.event_stream.bad_events():
-                if "HANG" in (e.datum or ""):
-                    while True:
-                        pass
-                if "SLEEP" in (e.datum or ""):
-                    time.sleep(0.3)
-    """,
-}
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +51,7 @@ def stall_blueprint(root: Path, lines: dict[str, str]) -> Path:
     each) and their syslog, read by the local-files connector."""
     rules = root / "rules"
     rules.mkdir(parents=True)
-    for name, text in STALL_RULES.items():
-        (rules / name).write_text(textwrap.dedent(text).lstrip("\n"))
+    write_rules(rules, STALL_RULES)
     cfg = root / "bp"
     cfg.mkdir()
     jobs = "".join(f'[[context.job]]\nid = "{j}"\nstate = "FAILED"\nnodes = ["n-{j}"]\n'

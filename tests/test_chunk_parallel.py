@@ -101,7 +101,8 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(phases, "parallel_scan", spy)
     if not parallel.fork_is_safe():
-        pytest.skip("this process has other threads: forking workers is not safe here")
+        pytest.fail("this process has other threads, so the scan would not fork: the differential "
+                    "test must run before tests that leave threads (tests/conftest.py FORK_FIRST)")
     return calls
 
 
@@ -160,7 +161,8 @@ def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):
     import multiprocessing
 
     if not parallel.fork_is_safe():
-        pytest.skip("this process has other threads: forking workers is not safe here")
+        pytest.fail("this process has other threads, so the scan would not fork: the differential "
+                    "test must run before tests that leave threads (tests/conftest.py FORK_FIRST)")
     job = _generated_job(tmp_path, engine, 4)
     plan = engine.scan_plan("applog", "text")
     before = set(multiprocessing.active_children())  # another test's, if any

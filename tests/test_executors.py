@@ -11,11 +11,12 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+
+from corpora import STALL_RULES, write_rules
 
 from rulekit.executors import CorpusSpec, Job, make_executor
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
@@ -26,46 +27,11 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_JOBS = [Job.of(d) for d in sorted(EXAMPLES.iterdir()) if (d / "job.toml").exists()]
 BUNDLED = CorpusSpec.of(None)
 
-# a small corpus whose one filter stalls on demand: "SLEEP" in a line sleeps, "HANG" spins forever
-STALL_RULES = {
-    "symptoms.toml": """
-        [[symptom]]
-        name = "STALL_FAULT"
-        outcome = "hardware"
-        sub_domain = "gpu"
-        rank = 900
-        blame = "node"
-    """,
-    "extract.toml": """
-        [[extractor]]
-        name = "ExStall"
-        match_re = 'FAULT'
-        emit = { type = "bad_node", symptom = "STALL_FAULT" }
-    """,
-    "stall.py": """
-        import time
-        from rulekit.plugin import filter_def, FilterPriority
-
-        @filter_def(name="Stall", author="t", priority=FilterPriority.EARLY)
-        def stall(ctx):
-            for e in ctx.event_stream.bad_events():
-                if "HANG" in (e.datum or ""):
-                    while True:
-                        pass
-                if "SLEEP" in (e.datum or ""):
-                    time.sleep(0.3)
-                if "SNOOZE" in (e.datum or ""):
-                    time.sleep(3600)  # one C call: an exception raised in the thread waits for it
-    """,
-}
 
 
 @pytest.fixture(scope="module")
 def stall_rules(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("stall_rules")
-    for name, text in STALL_RULES.items():
-        (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
+    return write_rules(tmp_path_factory.mktemp("stall_rules"), STALL_RULES)
 
 
 def stall_job(root: Path, name: str, line: str) -> Job:
