@@ -43,6 +43,19 @@ from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
+
+def _line_facts(into: dict[str, Any], rank: int | None, uptime: Any, obs: Observation) -> dict[str, Any]:
+    """Add what a line says of itself (rank, uptime) and the node its producer declared
+    (syslog/<node>.log, a record's node) to an event's fields; returns `into`."""
+    if rank is not None:
+        into["rank"] = rank
+    if uptime is not None:
+        into["uptime"] = uptime
+    if obs.node:
+        into["declared_node"] = obs.node
+    return into
+
+
 # ---- contexts handed to rules -----------------------------------------------------------
 
 
@@ -162,15 +175,9 @@ class ExtractionPhase:
         the printing host is read only when the node is not declared."""
         ts, uptime = timestamp_of(line, self.year)
         rank = rank_of(line)
-        extra: dict[str, Any] = {}
-        if rank is not None:
-            extra["rank"] = rank
-        if uptime is not None:
-            extra["uptime"] = uptime
+        extra = _line_facts({}, rank, uptime, obs)
         if ts is not None:
             extra["_ts"] = ts
-        if obs.node:
-            extra["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
         return self._node_of(obs, line, rank), extra
 
     def _node_of(self, obs: Observation, line: str, rank: int | None) -> str | None:
@@ -290,12 +297,7 @@ class ExtractionPhase:
         fields = dict(values)
         for k, t in emit.fields:
             fields[k] = render(t, values)
-        if rank is not None:
-            fields["rank"] = rank
-        if uptime is not None:
-            fields["uptime"] = uptime
-        if obs.node:
-            fields["declared_node"] = obs.node  # the producer said so (syslog/<node>.log, a record's node)
+        _line_facts(fields, rank, uptime, obs)
         if ts is None and carry is not None:
             c = carry.before(chunk, start)
             if c:

@@ -20,7 +20,7 @@ import types
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors, split_lines
@@ -392,29 +392,24 @@ def parse_rule_text(text: str, path: str, cache: CorpusCache | None = None) -> P
     (a `.rule` declaration with a syntax error keeps none of its semantic complaints).
     `cache`: the compiled-corpus cache, read and filled for TOML and DSL parses.
     Python plugins are executed, not parsed: see `load_plugin`."""
-    if path.endswith(".test.toml"):
-        got = cache.tests.get(path) if cache is not None else None
+    def cached(table: str, build: Callable[[], Any]) -> Any:
+        got = getattr(cache, table).get(path) if cache is not None else None
         if got is None:
-            got = parse_job_tests(text, path)
+            got = build()
             if cache is not None:
-                cache.tests[path] = got
-        cases, diags = got
+                getattr(cache, table)[path] = got
+        return got
+
+    if path.endswith(".test.toml"):
+        cases, diags = cached("tests", lambda: parse_job_tests(text, path))
         return ParsedFile(RuleSet(job_tests=list(cases)), list(diags))
     if path.endswith(".toml"):
-        parsed = cache.tomls.get(path) if cache is not None else None
-        if parsed is None:
-            parsed = parse_rules(text, path)
-            if cache is not None:
-                cache.tomls[path] = parsed
+        parsed = cached("tomls", lambda: parse_rules(text, path))
         return ParsedFile(parsed[0], parsed[1])
     if path.endswith(".rule"):
         from rulekit.rules import dsl
 
-        ast_ = cache.asts.get(path) if cache is not None else None
-        if ast_ is None:
-            ast_ = dsl.parse_ast(text, path)
-            if cache is not None:
-                cache.asts[path] = ast_
+        ast_ = cached("asts", lambda: dsl.parse_ast(text, path))
         rs, diags = dsl.compile_parsed(ast_[0], ast_[1], path)
         return ParsedFile(rs, diags, ast_[0])
     raise ValueError(f"{path}: not a declarative rule file (*.toml, *.test.toml, *.rule)")
