@@ -201,24 +201,22 @@ class Sim:
         return lines
 
 
-def write_pickle(dumps: dict[int, dict], folder: Path, prefix: str = "nccl_trace_rank_") -> list[Path]:
+def _write_dumps(dumps: dict[int, dict], folder: Path, prefix: str, suffix: str, encode) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for r, d in sorted(dumps.items()):
-        p = folder / f"{prefix}{r}"
-        p.write_bytes(pickle.dumps(d, protocol=2))
+        p = folder / f"{prefix}{r}{suffix}"
+        p.write_bytes(encode(d))
         out.append(p)
     return out
+
+
+def write_pickle(dumps: dict[int, dict], folder: Path, prefix: str = "nccl_trace_rank_") -> list[Path]:
+    return _write_dumps(dumps, folder, prefix, "", lambda d: pickle.dumps(d, protocol=2))
 
 
 def write_json(dumps: dict[int, dict], folder: Path, prefix: str = "nccl_trace_rank_") -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for r, d in sorted(dumps.items()):
-        p = folder / f"{prefix}{r}.json"
-        p.write_text(json.dumps(d, indent=1))
-        out.append(p)
-    return out
+    return _write_dumps(dumps, folder, prefix, ".json", lambda d: json.dumps(d, indent=1).encode())
 
 
 def write_job(root: Path, sim: Sim, nodes: list[str], applog_extra: list[str] = (), syslog: dict[str, list[str]] = None,

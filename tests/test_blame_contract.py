@@ -77,6 +77,14 @@ def test_xid154_action_overrides_the_symptoms_action(bundled):
     assert b["action"] == "drain_and_reset" and b["action_from"] == "XID-154-RECOVERY_ACTION_CHANGED"
 
 
+def _attribute_applog(engine, job, lines: list[str]) -> tuple[dict, list]:
+    """Attribute one application log (`lines`) of `job`: the result and the stream's events."""
+    with Session(engine, job) as s:
+        s.ingest(Observation(source="applog", lines=lines, label="train.log"))
+        r = s.attribute()
+        return r, list(s.manager.stream(s.context_id).all())
+
+
 def test_a_node_only_peers_blame_is_suspected(bundled):
     """Two survivors name node0002 in IB status-12 reports: it is the bad node, but
     `suspected` until its own logs agree; the reporters are not blamed."""
@@ -91,10 +99,8 @@ def test_closed_connection_naming_a_host_emits_bad_peers(bundled):
              "node0007<45678>",
              "node0002:1234:1300 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "node0007<45679>"]
-    with Session(bundled, job) as s:
-        s.ingest(Observation(source="applog", lines=lines, label="train.log"))
-        r = s.attribute()
-        peers = [e for e in s.manager.stream(s.context_id).all() if e.event_type.endswith(".bad_peers")]
+    r, events = _attribute_applog(bundled, job, lines)
+    peers = [e for e in events if e.event_type.endswith(".bad_peers")]
     assert sorted((e.node, e.fields["reporter"]) for e in peers) == [("node0007", "node0001"), ("node0007", "node0002")]
     assert r["outcome"] == "network"
     assert [(b["node"], b["confidence"], b["named_by"]) for b in r["bad_nodes"]] == [
@@ -109,9 +115,7 @@ def test_peers_named_in_an_application_failure_are_not_blamed(bundled):
              "capacity of 79.10 GiB of which 1.00 GiB is free.",
              "node0001:1234:1300 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "node0002<45678>"]
-    with Session(bundled, job) as s:
-        s.ingest(Observation(source="applog", lines=lines, label="train.log"))
-        r = s.attribute()
+    r, _ = _attribute_applog(bundled, job, lines)
     assert r["outcome"] == "application" and r["bad_nodes"] == []
     assert "node0002" in [a["node"] for a in r["affected_nodes"]]
 
@@ -124,9 +128,7 @@ def test_weak_evidence_gives_the_best_outcome_with_low_confidence(bundled):
              "(exitcode: -6) local_rank: 6 (pid: 1246013) of binary: /usr/bin/python3",
              "E0813 08:21:22.990000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed "
              "(exitcode: 1) local_rank: 2 (pid: 1246014) of binary: /usr/bin/python3"]
-    with Session(bundled, job) as s:
-        s.ingest(Observation(source="applog", lines=lines, label="train.log"))
-        r = s.attribute()
+    r, _ = _attribute_applog(bundled, job, lines)
     syms = set(r["symptoms"])
     assert {"PROCESS_SIGABRT", "PROCESS_EXIT_NONZERO"} <= syms, syms
     assert r["outcome"] == "application" and r["confidence"] == "low"
@@ -138,20 +140,16 @@ def test_weak_evidence_gives_the_best_outcome_with_low_confidence(bundled):
 def test_a_low_ranked_root_is_low_confidence(bundled):
     """A bare `exitcode: 1` says a Python error probably ended the rank, not which."""
     job = JobInfoBuilder("exit1", "FAILED", ("node0001",), tasks_per_node=8).build()
-    with Session(bundled, job) as s:
-        s.ingest(Observation(source="applog", label="train.log", lines=[
-            "E0813 08:21:22.990000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed "
-            "(exitcode: 1) local_rank: 2 (pid: 1246014) of binary: /usr/bin/python3"]))
-        r = s.attribute()
+    r, _ = _attribute_applog(bundled, job, [
+        "E0813 08:21:22.990000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed "
+        "(exitcode: 1) local_rank: 2 (pid: 1246014) of binary: /usr/bin/python3"])
     assert r["root_cause"]["symptom"] == "PROCESS_EXIT_NONZERO", r["symptoms"]
     assert r["outcome"] == "application" and r["confidence"] == "low" and r["bad_nodes"] == []
 
 
 def test_no_evidence_is_unknown(bundled):
     job = JobInfoBuilder("none", "FAILED", ("node0001",)).build()
-    with Session(bundled, job) as s:
-        s.ingest(Observation(source="applog", lines=["epoch 1 loss 0.5"], label="train.log"))
-        r = s.attribute()
+    r, _ = _attribute_applog(bundled, job, ["epoch 1 loss 0.5"])
     assert r["outcome"] == "unknown" and r["confidence"] == "low" and r["bad_nodes"] == []
 
 
