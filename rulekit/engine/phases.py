@@ -40,6 +40,7 @@ from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
+from rulekit.extract.hitfacts import INHERIT, chunk_facts
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
@@ -260,45 +261,56 @@ class ExtractionPhase:
         self.manager.flush()
         return self.added - before
 
-    def _extract(self, obs: Observation, plan: ScanPlan, scanned: Iterator[tuple[bytes, list]], oc: int,
+    def _extract(self, obs: Observation, plan: ScanPlan, scanned: Iterator[tuple[bytes, list, Any]], oc: int,
                  line_base: int, active: list["_ActiveAccumulator"], carry: TimeCarry,
                  progress: Callable[[int], None] | None) -> None:
-        """The per-hit loop of `apply` (accumulators still running stay in `active`)."""
-        for chunk, hits in scanned:
+        """The per-hit loop of `apply` (accumulators still running stay in `active`).
+        A chunk from the workers comes with its hits' facts (`hitfacts.chunk_facts`):
+        then nothing is read here but the carried timestamp a chunk inherits."""
+        inherited = None  # with facts: the carried timestamp where the chunk starts
+        for chunk, hits, got in scanned:
             carry.new_chunk()
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+            facts, after = got if got is not None else (None, INHERIT)
             counted_pos, counted_line = 0, line_base
-            for start, end, idx, caps in hits:
+            for k, (start, end, idx, caps) in enumerate(hits):
                 counted_line += chunk.count(b"\n", counted_pos, start)
                 counted_pos = start
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
+                f = None
+                if facts is not None:
+                    f = facts[k]
+                    if f[3] is INHERIT:
+                        f = (f[0], f[1], f[2], inherited)
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
-                    acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
-                                                  partial(carry.before, chunk, start))
-                    if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
-                        active.append(acc)
-                    carry.saw(acc.ts if acc is not None else None, end)
-                    continue
-                carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
+                    ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
+                                                 f or partial(carry.before, chunk, start))
+                else:
+                    ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f)
+                if f is None:
+                    carry.saw(ts, end)
+            if after is not INHERIT:
+                inherited = after
             line_base = counted_line + chunk.count(b"\n", counted_pos)
             if progress:
                 progress(len(chunk))
 
-    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list]]:
-        """(chunk, hits) in file order: a large log file is scanned by worker
-        processes (`rulekit.extract.parallel`), anything else here; the same chunks
-        and hits either way, so what follows cannot tell them apart."""
+    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list, Any]]:
+        """(chunk, hits, facts) in file order: a large log file is scanned by worker
+        processes (`rulekit.extract.parallel`), which also read each hit's facts
+        (`hitfacts.chunk_facts`), anything else here (facts None: read lazily, per
+        hit); the same chunks, hits and facts either way."""
         size = self.chunk_size
         if not plan.rules:
-            return ((chunk, []) for chunk in obs.chunks(size))
+            return ((chunk, [], None) for chunk in obs.chunks(size))
         workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
         if workers:
-            return parallel_scan(obs.path, plan.scanner, workers, size)
+            return parallel_scan(obs.path, plan.scanner, workers, size, partial(chunk_facts, year=self.year))
         scan = plan.scanner.scan
-        return ((chunk, scan(chunk)) for chunk in obs.chunks(size))
+        return ((chunk, scan(chunk), None) for chunk in obs.chunks(size))
 
     def _plan(self, rule: ExtractorRule) -> "_EmitPlan":
         plan = self._plans.get(rule.name)
@@ -314,13 +326,18 @@ class ExtractionPhase:
         return got  # type: ignore[return-value]
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
-        """Add the rule's event for one line; returns the line's own timestamp (None
-        for a repeat beyond the cap).  What only a stored event shows (uptime, the
+              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0,
+              facts: tuple | None = None) -> str | None:
+        """Add the rule's event for one line (or count it, beyond the caps); returns the
+        line's own timestamp.  What only a stored event shows (uptime, the
         rendered fields, the carried timestamp) is computed only for one that is stored;
         what is the same for every line of a rule (event type, constant templates and
         their canonical names) is computed once (`_EmitPlan`)."""
-        ts, uptime = timestamp_of(line, self.year)
+        if facts is None:
+            ts, uptime = timestamp_of(line, self.year)
+            rank = carried = _NOT_READ
+        else:
+            ts, uptime, rank, carried = facts
         plan = self._plan(rule)
         if plan.lookup or None in caps.values():
             values: dict[str, Any] = dict(plan.lookup)
@@ -330,7 +347,6 @@ class ExtractionPhase:
         else:
             values = caps  # read only below
         node = rendered = None
-        rank = _NOT_READ
         if plan.node_t is not None:
             rendered = plan.node_t if plan.node_const else render(plan.node_t, values)
             if rendered:
@@ -345,7 +361,7 @@ class ExtractionPhase:
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)
         if kept >= self.repeat_cap or in_group >= self.group_cap:
-            if ts is None and carry is not None:
+            if ts is None and carry is not None and facts is None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
             agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
             if agg is None:
@@ -353,7 +369,7 @@ class ExtractionPhase:
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
-            return None
+            return ts  # a stamped line is the nearest earlier stamped line for what follows, stored or not
         self._kept[key] = kept + 1
         self._group_kept[group] = in_group + 1
         fields = dict(values)
@@ -362,8 +378,8 @@ class ExtractionPhase:
         if rank is _NOT_READ:
             rank = rank_of(line)
         _line_facts(fields, rank, uptime, obs)  # type: ignore[arg-type]
-        if ts is None and carry is not None:
-            c = carry.before(chunk, start)
+        if ts is None:
+            c = carried if carried is not _NOT_READ else carry.before(chunk, start) if carry is not None else None
             if c:
                 fields["carried_ts"] = c
         m = self.manager
@@ -372,17 +388,31 @@ class ExtractionPhase:
         return ts
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
-                           oc: int, carried: Callable[[], str | None] | None = None) -> "_ActiveAccumulator | None":
-        node, extra = self.resolve_node(obs, line)
-        ctx = AccumulatorContext(rule.name, obs.source, node, extra.get("rank"), line_num, self.job)
-        acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
-        acc.carried = carried() if carried is not None and acc.ts is None else None
+                           oc: int, active: list["_ActiveAccumulator"], chunk: bytes, end: int,
+                           facts: "tuple | Callable[[], str | None]") -> str | None:
+        """Start an accumulator on its trigger line and feed it the rest of the chunk
+        (still running: appended to `active`); returns the line's own timestamp.
+        `facts`: the line's (timestamp, uptime, rank, carried), or a function giving
+        the carried timestamp (looked up only for a line without its own)."""
+        if callable(facts):
+            node, extra = self.resolve_node(obs, line)
+            ts, rank = extra.get("_ts"), extra.get("rank")
+            carried = facts() if ts is None else None
+        else:
+            ts, uptime, rank, carried = facts
+            extra = _line_facts({}, rank, uptime, obs)
+            node = self._node_of(obs, line, rank)
+        ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
+        acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
+        acc.carried = carried
         try:
             acc.instance = rule.factory(ctx, line, caps)
         except Exception as e:  # the rule's bug: reported, the line is skipped
             self.errors.append(rule_error(rule.name, e))
-            return None
-        return acc
+            return ts
+        if not acc.feed_chunk(chunk, end + 1, self):
+            active.append(acc)
+        return ts
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
                  ts: str | None, datum: str) -> None:
