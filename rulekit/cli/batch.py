@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import typer
 
@@ -50,9 +50,13 @@ def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None
 
 def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[Task, str], *, engine: Any = None,
               scheduler: str | None = None, workers: int | None = None, timeout: float | None = None,
-              with_trace: bool = False) -> dict[Task, JobOutcome]:
+              with_trace: bool = False, render: Callable[[dict[str, Any]], str] | None = None,
+              on_outcome: Callable[[JobOutcome], None] | None = None) -> dict[Task, JobOutcome]:
     """Run `jobs` on the named executor; every outcome, by job.  Failures are echoed to
-    stderr as they arrive; a progress bar counts jobs when stderr is a terminal."""
+    stderr as they arrive; a progress bar counts jobs when stderr is a terminal.
+    `render` is the executor's (each result rendered where it ran); `on_outcome(o)` is
+    called as each arrives (a caller printing results while the others run), except
+    under the progress bar (stderr a terminal), where output would cut through it."""
     outcomes: dict[Task, JobOutcome] = {}
     workers = min(workers or os.cpu_count() or 1, max(1, len(set(jobs))))  # no idle local workers
     try:
@@ -61,13 +65,16 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
     with ex:
+        stream = ex.map(jobs, with_trace=with_trace, render=render)
         if sys.stderr.isatty():
-            _with_bar(ex.map(jobs, with_trace=with_trace), len(set(jobs)), shown, outcomes)
+            _with_bar(stream, len(set(jobs)), shown, outcomes)  # results are printed after the bar
         else:
-            for o in ex.map(jobs, with_trace=with_trace):
+            for o in stream:
                 outcomes[o.job] = o
                 if not o.ok:
                     echo_failure(o, shown.get(o.job, o.job.label))
+                if on_outcome is not None:
+                    on_outcome(o)
     return outcomes
 
 
