@@ -99,3 +99,16 @@ def test_workers_that_fill_the_cores_scan_serially():
         outcomes = list(ex.map([Probe(f"s{i}") for i in range(n)]))
     assert {o.result["scan_workers"] for o in outcomes} == {0}
     assert engine_for(BUNDLED).options.scan_workers is None  # this process's engine is untouched
+
+
+def test_when_no_worker_can_fork_the_jobs_run_here(monkeypatch):
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    jobs = [Probe(f"f{i}", weight=i) for i in range(5)] + [Job.of(EXAMPLE)]
+    with make_executor("local", BUNDLED, workers=2) as ex:
+        outcomes = list(ex.map(jobs))
+    assert sorted(o.job.label for o in outcomes) == sorted(j.label for j in jobs)  # each once
+    assert all(o.ok and o.worker == "in process" for o in outcomes), [(o.worker, o.error) for o in outcomes]
+    assert gc.get_freeze_count() == 0

@@ -11,7 +11,9 @@ alone at the end.  When the workers fill the usable cores, they scan each log
 serially (unless the engine's `scan_workers` option says otherwise): chunk
 workers would only queue behind the other jobs.  A worker process that dies
 takes only its in-flight jobs with it: the pool is replaced and those jobs run
-again (up to `retries` times, then recorded as failed).  Must not print.
+again (up to `retries` times, then recorded as failed).  When no worker can be
+forked at all (process limits, memory), the jobs run here, one by one.  Must not
+print.
 """
 from __future__ import annotations
 
@@ -107,7 +109,12 @@ class LocalExecutor(Executor):
 
         def submit(job: Task) -> None:
             assert self._pool is not None
-            inflight[self._pool.submit(_pool_task, self.corpus, job, with_trace, self.timeout, render)] = job
+            try:
+                fut = self._pool.submit(_pool_task, self.corpus, job, with_trace, self.timeout, render)
+            except BaseException:  # not submitted (the workers could not fork): keep it
+                heapq.heappush(ready, (-job_weight(job), next(order), job))
+                raise
+            inflight[fut] = job
 
         def read_ahead() -> None:
             """Read the batch until `window` jobs are in flight or ready (or it ends)."""
@@ -135,7 +142,16 @@ class LocalExecutor(Executor):
             finally:
                 gc.unfreeze()
 
-        start()
+        def left() -> Iterator[Task]:
+            yield from [*inflight.values(), *reversed(retry), *(job for _w, _o, job in sorted(ready))]
+            yield from (job for job in source if job not in seen)
+
+        try:
+            start()
+        except OSError:  # no processes to be had (limits, memory): the jobs run here, one by one
+            self.close()
+            yield from self._map_here(left(), with_trace, render)
+            return
         try:
             while inflight:
                 done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
@@ -158,7 +174,12 @@ class LocalExecutor(Executor):
                     inflight.clear()
                     assert self._pool is not None
                     self._pool.shutdown(wait=True, cancel_futures=True)
-                    start()
+                    try:
+                        start()
+                    except OSError:
+                        self.close()
+                        yield from self._map_here(left(), with_trace, render)
+                        return
                 else:
                     refill()
         finally:
