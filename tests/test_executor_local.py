@@ -112,3 +112,27 @@ def test_when_no_worker_can_fork_the_jobs_run_here(monkeypatch):
     assert sorted(o.job.label for o in outcomes) == sorted(j.label for j in jobs)  # each once
     assert all(o.ok and o.worker == "in process" for o in outcomes), [(o.worker, o.error) for o in outcomes]
     assert gc.get_freeze_count() == 0
+
+
+def test_when_only_some_workers_fork_none_is_left_behind_and_the_jobs_run_here(monkeypatch):
+    import multiprocessing
+
+    real_fork, forks = os.fork, []
+
+    def second_fork_fails():
+        if forks:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", second_fork_fails)
+    jobs = [Probe(f"h{i}") for i in range(4)]
+    with make_executor("local", BUNDLED, workers=2) as ex:
+        outcomes = list(ex.map(jobs))
+    monkeypatch.setattr(os, "fork", real_fork)
+    assert sorted(o.job.name for o in outcomes) == sorted(j.name for j in jobs)
+    assert all(o.worker == "in process" for o in outcomes)
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

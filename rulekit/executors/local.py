@@ -142,6 +142,14 @@ class LocalExecutor(Executor):
             finally:
                 gc.unfreeze()
 
+        def abandon() -> None:
+            """The pool could not start: end any worker that did fork (it would wait for work forever)."""
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
+                pool.shutdown(wait=True, cancel_futures=True)
+
         def left() -> Iterator[Task]:
             yield from [*inflight.values(), *reversed(retry), *(job for _w, _o, job in sorted(ready))]
             yield from (job for job in source if job not in seen)
@@ -149,7 +157,7 @@ class LocalExecutor(Executor):
         try:
             start()
         except OSError:  # no processes to be had (limits, memory): the jobs run here, one by one
-            self.close()
+            abandon()
             yield from self._map_here(left(), with_trace, render)
             return
         try:
@@ -177,7 +185,7 @@ class LocalExecutor(Executor):
                     try:
                         start()
                     except OSError:
-                        self.close()
+                        abandon()
                         yield from self._map_here(left(), with_trace, render)
                         return
                 else:
