@@ -136,3 +136,17 @@ def test_when_only_some_workers_fork_none_is_left_behind_and_the_jobs_run_here(m
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def test_one_worker_per_usable_core_by_default():
+    """`-j 0` counts the cores this process may run on (taskset, a container's cpuset), not the machine's."""
+    import subprocess
+    import sys
+
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
+            "from rulekit.executors import CorpusSpec, make_executor; "
+            "print(make_executor('local', CorpusSpec.of(None)).workers)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "1", out.stderr

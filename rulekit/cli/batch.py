@@ -8,7 +8,6 @@ anything itself.
 """
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -17,6 +16,7 @@ import typer
 from rulekit.cli.status import ExitStatus
 
 from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, JobOutcome, Task, make_executor
+from rulekit.extract.parallel import usable_cores
 
 EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
@@ -58,7 +58,7 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
     called as each arrives (a caller printing results while the others run), except
     under the progress bar (stderr a terminal), where output would cut through it."""
     outcomes: dict[Task, JobOutcome] = {}
-    workers = min(workers or os.cpu_count() or 1, max(1, len(set(jobs))))  # no idle local workers
+    workers = min(workers or usable_cores(), max(1, len(set(jobs))))  # no idle local workers
     try:
         ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
     except ExecutorError as e:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
+from rulekit.extract.parallel import usable_cores
 
 STUCK_GRACE = 10.0  # seconds a timed-out task may take to unwind before its worker is ended
 SCAN_SOURCES = (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm"))
@@ -217,7 +218,7 @@ class Executor(ABC):
     def __init__(self, corpus: CorpusSpec, *, workers: int | None = None, timeout: float | None = None,
                  max_in_flight: int | None = None) -> None:
         self.corpus = corpus
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or usable_cores()
         self.timeout = timeout
         self.max_in_flight = max_in_flight
 
