@@ -9,7 +9,8 @@ unreadable log is an RK509 error and is left out (the job is still attributed),
 folders named like logs, FIFOs and symlink loops are skipped and binary logs
 ingested, each with an RK510 note.  Files are not read here beyond job.toml,
 observations.jsonl, fr/ (dumps are validated and packed here) and the first
-bytes of each log: logs are streamed by extraction.
+bytes of each log: logs are streamed by extraction.  pydantic is imported only
+for what needs it (a metric record, a job record the plain reader declines).
 """
 from __future__ import annotations
 
@@ -20,13 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import ValidationError
-
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.entries import check_record_file, inspect_entry
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
-from rulekit.inputs.metrics import MetricRecord, MetricSeries
+from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
                                             read_dump_file)
 from rulekit.inputs.observation import Observation
@@ -280,6 +279,10 @@ def _other_kind(rec: dict, path: Path, n: int, metrics: list[MetricSeries] | Non
         return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; "
                            "known: log, metric, flight_recorder",
                            Span(str(path), n, 1))]
+    from pydantic import ValidationError  # pydantic only for a job with metric records
+
+    from rulekit.inputs.metrics_model import MetricRecord
+
     try:
         series = MetricRecord.model_validate(rec).to_series()
     except ValidationError as e:
