@@ -164,7 +164,7 @@ def records(draw) -> dict:
     return rec
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records())
 def test_parse_job_record_says_what_the_model_says(rec):
     assert via_parse(rec) == via_model(rec)
