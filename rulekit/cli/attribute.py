@@ -150,8 +150,8 @@ class PlainConsole:
     `rulekit.cli.plainmarkup`'s (rich's markup rules, without importing rich's text
     machinery; tabs go through rich's own `rich.markup.render` and are expanded as rich's
     Text.wrap expands them), so the bytes are the same (`tests/test_cli_text_render.py`
-    compares the two) for ~60 ms less of import.  Writes to the current `sys.stdout` at
-    each call, as the Console does."""
+    compares the two) without importing rich.console, rich.markup or rich.text (~35 ms).
+    Writes to the current `sys.stdout` at each call, as the Console does."""
 
     def print(self, markup: str = "") -> None:
         from rulekit.cli.plainmarkup import plain_lines

@@ -1,5 +1,5 @@
 """rich console markup as plain text, without importing rich's text machinery
-(`rich.markup` pulls in rich.text, rich.style, rich.segment: ~25 ms of a ~0.3 s
+(`rich.markup` pulls in rich.text, rich.style, rich.segment: ~25 ms of a ~0.35 s
 `rulekit attribute`): `escape()` is rich's `rich.markup.escape`, and `plain_lines()`
 gives the lines `rich.markup.render(markup, emoji=True).split("\\n", allow_blank=True)`
 has as plain text (tags dropped, `\\[` escapes, `:emoji:` codes through rich's own
