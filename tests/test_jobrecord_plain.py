@@ -254,3 +254,28 @@ def test_every_example_and_job_test_record_is_read_without_the_model(monkeypatch
     assert len(seen) == len(dirs) + len(cases)
     declined = [rec for rec, ok in seen if not ok]
     assert declined == []
+
+
+JOB_TOML_ERRORS = [
+    ("job = 3\n", ["1:1: `job` must be a table: write `[job]`"]),
+    ('[job]\nid = "x"\n[job.allocation_failure]\nallocation_id = "1"\nstate = "NODE_FAIL"\n\n'
+     '[allocation_failure]\nallocation_id = "1"\nstate = "NODE_FAIL"\n',
+     ["7:1: `allocation_failure` is given twice (in [job] and as [allocation_failure])"]),
+    ('[job]\nid = "x"\nnodes = ["n1"]\ntasks_per_node = 0\n[job.ranks]\n0 = "n9"\n',
+     ["4:1: `tasks_per_node`: must be a positive integer (input should be greater than or equal to 1)",
+      "6:1: `ranks`: rank 0 is mapped to 'n9', which is not in `nodes`"]),
+]
+
+
+@pytest.mark.parametrize("text,want", JOB_TOML_ERRORS)
+def test_job_toml_errors_are_located_as_before(tmp_path, text, want):
+    """The TOML locator is built only for an error now: each error still at its key."""
+    from rulekit.diagnostics import RulekitError
+    from rulekit.inputs.jobdir import read_job_toml
+
+    (tmp_path / "job.toml").write_text(text)
+    with pytest.raises(RulekitError) as e:
+        read_job_toml(tmp_path / "job.toml", "d", [])
+    got = [f"{d.span.line}:{d.span.col}: {d.message}" for d in e.value.diagnostics]
+    assert got == want
+    assert all(d.code == "RK502" for d in e.value.diagnostics)
