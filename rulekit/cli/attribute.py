@@ -190,20 +190,17 @@ def _rich_sees_a_terminal(file: Any) -> bool:
 
 class PlainConsole:
     """What `Console(highlight=False, soft_wrap=True).print(markup)` writes to a file that
-    is not a terminal: no styles, no wrapping or cropping.  The markup goes through
-    rich's own `rich.markup.render` (tags, `\\[` escapes, `:emoji:` codes, control
-    characters stripped) and tabs are expanded as rich's Text.wrap expands them, so the
-    bytes are the same (`tests/test_cli_attribute.py` compares the two) for ~40 ms less
-    of import.  Writes to the current `sys.stdout` at each call, as the Console does."""
+    is not a terminal: no styles, no wrapping or cropping.  The markup's plain text is
+    `rulekit.cli.plainmarkup`'s (rich's markup rules, without importing rich's text
+    machinery; tabs go through rich's own `rich.markup.render` and are expanded as rich's
+    Text.wrap expands them), so the bytes are the same (`tests/test_cli_text_render.py`
+    compares the two) without importing rich.console, rich.markup or rich.text (~35 ms).
+    Writes to the current `sys.stdout` at each call, as the Console does."""
 
     def print(self, markup: str = "") -> None:
-        from rich.markup import render
+        from rulekit.cli.plainmarkup import plain_lines
 
-        lines = render(markup, emoji=True).split("\n", allow_blank=True)
-        for line in lines:
-            if "\t" in line.plain:
-                line.expand_tabs(8)
-        sys.stdout.write("\n".join(line.plain for line in lines) + "\n")
+        sys.stdout.write("\n".join(plain_lines(markup)) + "\n")
 
 
 _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "application": "bold yellow",
@@ -213,7 +210,7 @@ _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "applicatio
 
 def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, job_dir: str | None = None) -> None:
     """One result as text; `job_dir` (several jobs) names the folder in the heading."""
-    from rich.markup import escape
+    from rulekit.cli.plainmarkup import escape  # rich.markup.escape, without importing rich.text
 
     if "error" in r:
         console.print(f"[bold red]{escape(r.get('job_dir', '?'))}: {escape(r['error'])}[/]")
