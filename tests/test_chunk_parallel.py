@@ -181,7 +181,7 @@ def test_no_processes_to_be_had_means_a_serial_scan(engine, tmp_path, monkeypatc
     def refuse(*a, **k):
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(parallel.multiprocessing.get_context("fork"), "Pool", refuse)
+    monkeypatch.setattr(parallel.multiprocessing.get_context("fork").Process, "start", refuse)
     got = list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK))
     with open(log, "rb") as f:
         want = [(c, plan.scanner.scan(c), None) for c in parallel.iter_chunks(f, SMALL_CHUNK)]

@@ -9,10 +9,10 @@ caller, which consumes `(chunk, hits)` in order exactly as it consumes
 `(chunk, scanner.scan(chunk))` serially.  `annotate(chunk, hits)`, a pure
 function too (extraction passes `hitfacts.chunk_facts`: each hit's timestamp,
 rank, carried timestamp), runs in the worker after the scan and travels back
-with the hits.  Workers are forked once per file
-(they inherit the compiled scanner; nothing is pickled but the hits), read
-their chunk from the file themselves, and are all gone when the iterator is
-closed or exhausted.  Used only where forking is safe: a single-threaded,
+with the hits.  Workers are forked once per file (they inherit the compiled
+scanner; nothing is pickled but offsets and the hits), each with its own pair
+of pipes and no helper thread here (`_Workers`), read their chunk from the file
+themselves, and are all gone when the iterator is closed or exhausted.  Used only where forking is safe: a single-threaded,
 non-daemon process on a platform with `fork`.
 
 `scan_workers(size, requested)` decides: `requested` (the engine option
@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import threading
 from collections import deque
 from typing import Any, Callable, Iterator
@@ -38,6 +39,7 @@ MAX_WORKERS = 4
 
 _SCANNER: Scanner | None = None  # what the forked workers scan with (set just before they fork)
 _ANNOTATE: Callable[[bytes, list], Any] | None = None  # and what they add to each chunk's hits
+_PATH: str | None = None  # and the file they read their chunks from
 
 
 def usable_cores() -> int:
@@ -75,17 +77,92 @@ def load_average() -> float:
         return 0.0
 
 
-def _worker_init() -> None:
+def _worker(tasks: Any, results: Any) -> None:
+    """A scan worker's loop: (offset, length) in, (length read, hits, annotation) out,
+    in the order asked; None ends it.  An exception is sent back as such (the
+    caller scans that chunk itself and so raises it where it can be reported)."""
     gc.disable()  # a worker only scans: no cycles to collect, and the parent's heap stays shared
-
-
-def _scan_span(path: str, offset: int, length: int) -> tuple[int, list[Hit], Any]:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends the workers)
+    path = _PATH
+    assert _SCANNER is not None and path is not None
     with open(path, "rb") as f:
-        f.seek(offset)
-        data = f.read(length)
-    assert _SCANNER is not None
-    hits = _SCANNER.scan(data)
-    return len(data), hits, _ANNOTATE(data, hits) if _ANNOTATE is not None else None
+        while True:
+            try:
+                task = tasks.recv()
+            except (EOFError, OSError):  # the parent is gone or gave up
+                return
+            if task is None:
+                return
+            offset, length = task
+            try:
+                f.seek(offset)
+                data = f.read(length)
+                hits = _SCANNER.scan(data)
+                out: Any = (len(data), hits, _ANNOTATE(data, hits) if _ANNOTATE is not None else None)
+            except Exception as e:  # noqa: BLE001 - reported by the caller's own scan of the chunk
+                out = e
+            try:
+                results.send(out)
+            except (OSError, ValueError):  # the parent stopped listening
+                return
+
+
+class _Workers:
+    """`n` forked scan processes, each fed its chunks through its own pipe and answering
+    through another, in order: chunk i goes to worker i mod n, so its answer is the next
+    one on that worker's pipe.  No helper threads (a `multiprocessing.Pool` runs three
+    in this process, and their unpickling and polling competed with extraction for the
+    interpreter); the answers are unpickled here, when they are needed."""
+
+    def __init__(self, n: int):
+        ctx = multiprocessing.get_context("fork")
+        self.procs: list[Any] = []
+        self.tasks: list[Any] = []
+        self.results: list[Any] = []
+        try:
+            for _ in range(n):
+                task_r, task_w = ctx.Pipe(duplex=False)
+                res_r, res_w = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_worker, args=(task_r, res_w), daemon=True)
+                proc.start()
+                task_r.close()
+                res_w.close()
+                self.procs.append(proc)
+                self.tasks.append(task_w)
+                self.results.append(res_r)
+        except BaseException:
+            self.stop(abandon=True)
+            raise
+
+    def send(self, i: int, offset: int, length: int) -> None:
+        self.tasks[i % len(self.procs)].send((offset, length))
+
+    def answer(self, i: int) -> Any:
+        """Chunk i's answer (an exception, or None when its worker is gone)."""
+        try:
+            return self.results[i % len(self.procs)].recv()
+        except (EOFError, OSError):  # the worker died: this chunk is scanned here
+            return None
+
+    def stop(self, abandon: bool) -> None:
+        """End every worker: asked to finish (all answers read), or terminated (abandoned)."""
+        if abandon:
+            for proc in self.procs:
+                proc.terminate()
+        for conn in self.tasks:
+            try:
+                if not abandon:
+                    conn.send(None)
+                conn.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():  # pragma: no cover - a worker stuck or ignoring SIGTERM
+                proc.kill()
+                proc.join()
+        for conn in self.results:
+            conn.close()
 
 
 def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size: int = CHUNK_SIZE,
@@ -93,46 +170,42 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size:
     """(chunk, hits, annotate(chunk, hits)) for every chunk of the file, in order,
     found by `workers` forked processes (the last item is None without `annotate`).
     A chunk a worker read at another length (the file was truncated or rewritten
-    under us) is scanned again here; no processes to be had (OSError) means
-    scanning here."""
-    global _SCANNER, _ANNOTATE
+    under us), or could not scan, or lost with its worker, is scanned again here; no
+    processes to be had (OSError) means scanning here."""
+    global _SCANNER, _ANNOTATE, _PATH
     path = os.fspath(path)
-    _SCANNER, _ANNOTATE = scanner, annotate
+    _SCANNER, _ANNOTATE, _PATH = scanner, annotate, path
     gc.freeze()  # objects alive now are not collected in the children (nor copied by a collection)
-    pool: Any = None
+    pool: _Workers | None = None
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_init)
+        pool = _Workers(workers)
     except OSError:  # no processes to be had (limits, memory): scan here, as without workers
         pool = None
     finally:
         gc.unfreeze()
+        _SCANNER = _ANNOTATE = _PATH = None  # the workers have their copies
     if pool is None:
-        _SCANNER = _ANNOTATE = None
         with open(path, "rb") as f:
             for chunk in iter_chunks(f, size):
                 yield _here(chunk, scanner, annotate)
         return
     window = 2 * workers  # chunks in flight: a few MiB each
-    pending: deque = deque()
+    pending: deque = deque()  # (index, chunk)
     done = False
     try:
         with open(path, "rb") as f:
             offset = 0
-            for chunk in iter_chunks(f, size):
-                pending.append((chunk, pool.apply_async(_scan_span, (path, offset, len(chunk)))))
+            for i, chunk in enumerate(iter_chunks(f, size)):
+                pool.send(i, offset, len(chunk))
+                pending.append((i, chunk))
                 offset += len(chunk)
                 while len(pending) > window:
-                    yield _result(*pending.popleft(), scanner, annotate)
+                    yield _result(pool, *pending.popleft(), scanner, annotate)
             while pending:
-                yield _result(*pending.popleft(), scanner, annotate)
+                yield _result(pool, *pending.popleft(), scanner, annotate)
         done = True
     finally:
-        _SCANNER = _ANNOTATE = None
-        if done:
-            pool.close()
-        else:  # abandoned (an error, a timeout): do not wait for queued chunks
-            pool.terminate()
-        pool.join()
+        pool.stop(abandon=not done)  # abandoned (an error, a timeout): do not wait for queued chunks
 
 
 def _here(chunk: bytes, scanner: Scanner, annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
@@ -140,9 +213,9 @@ def _here(chunk: bytes, scanner: Scanner, annotate: Callable[[bytes, list], Any]
     return chunk, hits, annotate(chunk, hits) if annotate is not None else None
 
 
-def _result(chunk: bytes, res: Any, scanner: Scanner,
+def _result(pool: _Workers, i: int, chunk: bytes, scanner: Scanner,
             annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
-    n, hits, extra = res.get()
-    if n != len(chunk):
+    got = pool.answer(i)
+    if not isinstance(got, tuple) or got[0] != len(chunk):
         return _here(chunk, scanner, annotate)
-    return chunk, hits, extra
+    return chunk, got[1], got[2]
