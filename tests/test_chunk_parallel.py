@@ -216,3 +216,40 @@ def test_generated_logs_store_the_same_events_chunked(engine, tmp_path, seed, mo
     carried = sum('"carried_ts"' in row[-1] for row in serial)
     assert carried > 20  # unstamped evidence after stamped lines, many across a chunk boundary
     assert chunked == serial
+
+
+def _serial_chunks(log: Path, plan) -> list:
+    with open(log, "rb") as f:
+        return [(c, plan.scanner.scan(c), None) for c in parallel.iter_chunks(f, SMALL_CHUNK)]
+
+
+def test_a_worker_that_dies_or_fails_loses_no_chunk(engine, tmp_path, monkeypatch):
+    """A worker that dies after its first chunk, and one whose scan raises: their chunks
+    are scanned here, so the hits are all there, in order; no worker is left behind."""
+    import multiprocessing
+    import os
+
+    if not parallel.fork_is_safe():
+        pytest.fail("this process has other threads, so the scan would not fork (tests/conftest.py FORK_FIRST)")
+    job = _generated_job(tmp_path, engine, 8)
+    log = job / "applog" / "train.log"
+    plan = engine.scan_plan("applog", "text")
+    want = _serial_chunks(log, plan)
+    real = parallel._worker
+
+    def dies(tasks, results):
+        results.send(tasks.recv() and (0, [], None))  # a wrong length: scanned here
+        os._exit(1)
+
+    def fails(tasks, results):
+        while (task := tasks.recv()) is not None:
+            results.send(RuntimeError(f"scan failed at {task[0]}"))
+
+    before = set(multiprocessing.active_children())
+    for broken in (dies, fails):
+        monkeypatch.setattr(parallel, "_worker", broken)
+        got = list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK))
+        assert got == want and len(got) > 10
+        assert not set(multiprocessing.active_children()) - before
+    monkeypatch.setattr(parallel, "_worker", real)
+    assert list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK)) == want

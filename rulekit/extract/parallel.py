@@ -119,6 +119,8 @@ class _Workers:
         self.procs: list[Any] = []
         self.tasks: list[Any] = []
         self.results: list[Any] = []
+        self.sent: set[int] = set()  # chunks a worker was given and has not answered yet
+        self.gone: set[int] = set()  # workers found dead
         try:
             for _ in range(n):
                 task_r, task_w = ctx.Pipe(duplex=False)
@@ -135,13 +137,24 @@ class _Workers:
             raise
 
     def send(self, i: int, offset: int, length: int) -> None:
-        self.tasks[i % len(self.procs)].send((offset, length))
+        k = i % len(self.procs)
+        if k not in self.gone:
+            try:
+                self.tasks[k].send((offset, length))
+                self.sent.add(i)
+                return
+            except OSError:  # the worker died: its chunks from here on are scanned by the caller
+                self.gone.add(k)
 
     def answer(self, i: int) -> Any:
         """Chunk i's answer (an exception, or None when its worker is gone)."""
+        if i not in self.sent:
+            return None
+        self.sent.discard(i)
         try:
             return self.results[i % len(self.procs)].recv()
         except (EOFError, OSError):  # the worker died: this chunk is scanned here
+            self.gone.add(i % len(self.procs))
             return None
 
     def stop(self, abandon: bool) -> None:
