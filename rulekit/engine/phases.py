@@ -399,8 +399,7 @@ class ExtractionPhase:
             ts, rank = extra.get("_ts"), extra.get("rank")
             carried = facts() if ts is None else None
         else:
-            ts, uptime, rank, carried = facts
-            extra = _line_facts({}, rank, uptime, obs)
+            ts, _uptime, rank, carried = facts
             node = self._node_of(obs, line, rank)
         ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
