@@ -5,15 +5,26 @@ Small lookup tables (`contexts`, `event_types`, `rules`, `obs_sources`,
 the only table that grows per job.  What attribution selects on is a real,
 indexed column — event type, symptom, node (`resources`), rank, timestamp —
 and `payload` (JSON) holds only the rest (fields, provenance, history).
-`EventManager` owns the connection, buffers inserts, spills an in-memory
-database to a private file when it grows large, and checkpoints / restores one
-context's events around attribution (in a main-database table, so a spill
-carries them along).  `EventStream` is the per-job interface filters, refiners
-and collectors use: it decodes the job's events once, on first read, into a
-working set indexed by type and symptom, answers every query from it, and
-writes its changes through to SQLite in one batch whenever the manager reads
-or snapshots the store (`flush()`), so the store stays the truth that
-checkpoint/restore and later readers see.
+`EventManager` owns the connection, numbers events (ids in insert order,
+never reused), buffers inserts, spills an in-memory database to a private file
+when it grows large, and checkpoints / restores one context's events around
+attribution (in a main-database table, so a spill carries them along).
+
+Events are read once.  The rows a context inserted are kept as Python rows
+(`EventRow`, bounded by `keep_rows`) for as long as they mirror that
+context's SQLite rows, so a working set is built from them without a JSON
+round trip; a flat `fields` dict (str keys; str/int/float/bool/None values,
+which JSON gives back unchanged) is kept as is, in the sorted key order the
+JSON would give, and encoded only when the row is written.  A context whose
+SQLite rows changed under the mirror (written-through changes) is read from
+SQLite until a restore puts back the checkpointed rows the mirror still holds.
+
+`EventStream` is the per-job interface filters, refiners and collectors use:
+it builds the job's events once, on first read, into a working set indexed by
+type, symptom and node, answers every query from it, and writes its changes
+through to SQLite in one batch whenever the manager reads or snapshots the
+store (`flush()`), so the store stays the truth that checkpoint/restore and
+later readers see.
 Knows nothing about rules beyond their names.
 """
 from __future__ import annotations
@@ -26,6 +37,7 @@ import sqlite3
 import tempfile
 import weakref
 from contextlib import contextmanager
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
@@ -77,9 +89,9 @@ CREATE TABLE IF NOT EXISTS checkpoint_events AS SELECT * FROM events WHERE 0;
 CREATE INDEX IF NOT EXISTS checkpoint_events_by_context ON checkpoint_events(context_id);
 """
 
-_COLUMNS = ("context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, "
+_COLUMNS = ("id, context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, "
             "symptom, rank, payload")
-_INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own columns
 
 _BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
@@ -89,8 +101,11 @@ SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory da
 
 class EventRow(NamedTuple):
     """One row of the events table, in `_COLUMNS` order: what `EventManager.row()`
-    builds and `EventManager.add()` buffers (ids, not names; payload as JSON)."""
+    builds and `EventManager.add()` buffers (ids, not names).  The payload is its
+    JSON, or None while `fields` holds a flat fields dict (the whole payload:
+    {"fields": fields}) that is encoded only when the row is written."""
 
+    id: int
     context_id: int
     event_type: int
     source_rule: int | None
@@ -101,7 +116,36 @@ class EventRow(NamedTuple):
     resources: str | None  # the node
     symptom: str | None
     rank: int | None
-    payload: str
+    payload: str | None
+    fields: dict[str, Any] | None = None  # flat, in sorted key order; set only when payload is None
+
+    def params(self) -> tuple:
+        """The values `_INSERT` binds (the payload encoded now if it was kept flat)."""
+        if self.payload is not None:
+            return self[:12]
+        return (*self[:11], "".join(_FLAT_ENCODE({"fields": self.fields}, 0)))
+
+
+_FLAT_TYPES = frozenset((str, int, float, bool, type(None)))  # JSON gives these back as they were
+_STR_TYPE = frozenset((str,))
+_row = tuple.__new__  # EventRow(...) without the generated __new__'s call
+_SORTED: dict[tuple, tuple | None] = {}  # a fields dict's keys -> (sorted keys, their getter); None: sorted already
+
+
+def _sorted_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `fields` in sorted key order (what a sort_keys JSON round trip gives);
+    the order is worked out once per key set (an emit's fields have the same keys)."""
+    keys = tuple(fields)
+    how = _SORTED.get(keys, False)
+    if how is False:
+        order = tuple(sorted(keys))
+        how = None if order == keys or len(keys) < 2 else (order, operator.itemgetter(*order))
+        if len(_SORTED) > 4096:
+            _SORTED.clear()
+        _SORTED[keys] = how
+    if how is None:
+        return dict(fields)
+    return dict(zip(how[0], how[1](fields)))
 
 
 @dataclass(slots=True)
@@ -160,7 +204,8 @@ class EventManager:
     """Owns the SQLite connection shared by every job context in one process."""
 
     def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = DEFAULT_BUFFER_SIZE,
-                 spill_threshold: int = DEFAULT_SPILL_ROWS, spill_bytes: int = SPILL_BYTES):
+                 spill_threshold: int = DEFAULT_SPILL_ROWS, spill_bytes: int = SPILL_BYTES,
+                 keep_rows: int | None = None):
         self.path = path
         self._private_dir: str | None = None
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
@@ -174,6 +219,15 @@ class EventManager:
         self._closed = False
         self.streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()  # holding a working set
         self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
+        # the rows each context inserted, while they mirror its SQLite rows (see the module docstring)
+        self.keep_rows = spill_threshold if keep_rows is None else keep_rows  # rows kept at most, all contexts
+        self._kept: dict[int, list[EventRow]] = {}
+        self._kept_count = 0
+        self._diverged: set[int] = set()  # kept, but SQLite changed under them (until a restore)
+        self._kept_at_checkpoint: dict[int, int] = {}  # context -> rows kept when checkpointed (mirroring)
+        self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
+            "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
+            "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
         self.conn.execute("BEGIN")
         for et in EventType:
             self.lookup("event_types", et.value)
@@ -206,7 +260,13 @@ class EventManager:
         return row[0] if row else None
 
     def context(self, name: str) -> int:
-        return self.lookup("contexts", name)
+        """The id of a job context; a new one's rows are kept (mirrored) from the start."""
+        known = name in self._ids["contexts"] or self.conn.execute(
+            "SELECT 1 FROM contexts WHERE name = ?", (name,)).fetchone() is not None
+        cid = self.lookup("contexts", name)
+        if not known and self._kept_count < self.keep_rows:
+            self._kept[cid] = []
+        return cid
 
     def observation_context(self, context_id: int, source: str, fmt: str, t_start: str | None = None,
                             t_end: str | None = None, label: str | None = None) -> int:
@@ -218,17 +278,49 @@ class EventManager:
     # ---- inserts ----
     def add(self, row: "EventRow") -> None:
         """Buffer one event row (`row()` builds it; extraction path: write-only,
-        flushed in batches of `buffer_size`)."""
+        flushed in batches of `buffer_size`) and keep it for the context's mirror."""
         self._buffer.append(row)
+        kept = self._kept.get(row.context_id)
+        if kept is not None:
+            if self._kept_count >= self.keep_rows:
+                self._drop_kept()
+            else:
+                kept.append(row)
+                self._kept_count += 1
         if len(self._buffer) >= self.buffer_size:
             self.flush()
+
+    def _drop_kept(self) -> None:
+        """Past `keep_rows`: keep no more rows; every context is read from SQLite."""
+        self._kept.clear()
+        self._diverged.clear()
+        self._kept_at_checkpoint.clear()
+        self._kept_count = self.keep_rows  # and none is kept again
+
+    def mirror(self, context_id: int) -> list["EventRow"] | None:
+        """The context's rows in id order when they mirror its SQLite rows (after a
+        flush), else None."""
+        kept = self._kept.get(context_id)
+        if kept is None or context_id in self._diverged:
+            return None
+        if any(a.id > b.id for a, b in zip(kept, kept[1:])):  # rows added out of the order row() numbered them
+            kept.sort(key=_by_id)
+        return kept
+
+    def diverged(self, context_id: int) -> None:
+        """The context's SQLite rows were changed other than by `add()`: stop mirroring."""
+        if context_id in self._kept:
+            self._diverged.add(context_id)
 
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
             symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> "EventRow":
-        """The one builder of an events-table row: node, symptom and `fields["rank"]`
-        (when an int) go to their own columns; the payload column is the JSON of
-        {"fields": fields, **extra} (`extra`: "added_by", "cause_event", ...)."""
+        """The one builder of an events-table row, numbered with the manager's next
+        event id (add it: an id is never used twice): node, symptom and
+        `fields["rank"]` (when an int) go to their own columns; the payload column
+        is the JSON of {"fields": fields, **extra} (`extra`: "added_by",
+        "cause_event", ...), encoded when the row is written if `fields` is flat
+        (no extra, see `EventRow`), else now."""
         ids = self._ids
         et = ids["event_types"].get(event_type)
         if et is None:
@@ -241,16 +333,25 @@ class EventManager:
         rank = fields.get("rank") if fields else None
         if rank is not None and (type(rank) is not int):
             rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        eid = self._next_id
+        self._next_id = eid + 1
+        if (not extra and fields is not None and _STR_TYPE.issuperset(map(type, fields))
+                and _FLAT_TYPES.issuperset(map(type, fields.values()))):
+            # the key order the JSON (sort_keys) gives back; a copy, so the caller's dict stays its own
+            return _row(EventRow, (eid, context_id, et, rid, obs_context_id, timestamp, line_num,
+                                   datum if datum is None or len(datum) <= MAX_DATUM else _clip(datum), node, symptom,
+                                   rank, None, _sorted_fields(fields)))
         body: dict[str, Any] = {"fields": fields} if fields is not None else {}
         if extra:
             body.update(extra)
-        return EventRow(context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
-                        _ENCODER.encode(body))
+        return EventRow(eid, context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom,
+                        rank, _ENCODER.encode(body))
 
     def insert_now(self, row: "EventRow") -> int:
+        """Write one row now (with everything buffered before it); returns its id."""
+        self.add(row)
         self.flush()
-        cur = self.conn.execute(_INSERT, row)
-        return int(cur.lastrowid)  # type: ignore[arg-type]
+        return row.id
 
     def execute_many(self, sql: str, rows: list[tuple]) -> None:
         """Run one statement over many rows in one transaction (attribution's changes)."""
@@ -270,8 +371,10 @@ class EventManager:
             return
         rows, self._buffer = self._buffer, []
         self.conn.execute("BEGIN")
-        self.conn.executemany(_INSERT, rows)
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.executemany(_INSERT, map(EventRow.params, rows))
+        finally:
+            self.conn.execute("COMMIT")
         if self.path is None and self._private_dir is None:
             self._rows_in_memory += len(rows)
             if self._rows_in_memory > self.spill_threshold or self._db_bytes() > self.spill_bytes:
@@ -329,22 +432,37 @@ class EventManager:
         self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
         self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
+        kept = self.mirror(context_id)
+        if kept is not None:
+            self._kept_at_checkpoint[context_id] = len(kept)
+        else:
+            self._kept_at_checkpoint.pop(context_id, None)
 
     def restore(self, context_id: int) -> None:
         """Put back the context's snapshot (if any) and drop it."""
         exists = self.conn.execute("SELECT 1 FROM checkpoints WHERE context_id = ?", (context_id,)).fetchone()
         if not exists:
             return
-        self.flush()
-        for s in list(self.streams):  # their working sets describe the state being undone
-            if s.context_id == context_id:
+        for s in list(self.streams):  # their working sets describe the state being undone (and their
+            if s.context_id == context_id:  # changes need no write: the context's rows are replaced)
                 s.forget()
+        self.flush()
         self.conn.execute("BEGIN")
         self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
         self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
+        kept = self._kept.get(context_id)
+        n = self._kept_at_checkpoint.pop(context_id, None)
+        if kept is not None:
+            if n is None:  # the checkpoint was not mirrored: nor is what it restored
+                del self._kept[context_id]
+                self._kept_count -= len(kept)
+            else:  # the rows kept since the checkpoint are gone from SQLite too
+                self._kept_count -= len(kept) - n
+                del kept[n:]
+            self._diverged.discard(context_id)
 
     def count(self, context_id: int | None = None) -> int:
         self.flush()
@@ -368,6 +486,7 @@ class EventManager:
             else:
                 self._buffer.clear()
                 self.pending.clear()
+            self._kept.clear()
             self.conn.close()
         finally:
             if self._private_dir:
@@ -382,6 +501,10 @@ class EventManager:
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps(**options) builds one per call
+# the C encoder `_ENCODER.encode` builds on every call, built once, for flat payloads (no
+# circular check, no default: a flat dict needs neither); same text as `_ENCODER`
+_FLAT_ENCODE = c_make_encoder(None, str, encode_basestring_ascii, None, ": ", ", ", True, False, True) \
+    if c_make_encoder is not None else (lambda o, _level: [_ENCODER.encode(o)])
 
 
 def encode_payload(payload: dict[str, Any]) -> str:
@@ -427,6 +550,7 @@ _loads = json.JSONDecoder().decode
 
 
 def _decode(row: tuple, names: _Names) -> Event:
+    """An Event from a row read back from SQLite (`_SELECT`)."""
     eid, etype, rule, node, ts, line_num, datum, raw, oc, symptom = row
     payload = _loads(raw) if raw else {}
     payload["node"] = node
@@ -435,6 +559,24 @@ def _decode(row: tuple, names: _Names) -> Event:
     # positional, in Event's field order (the working set decodes every event of a job)
     return Event(eid, names.types[etype], names.rules.get(rule) if rule is not None else None, node, symptom, ts,
                  line_num, datum, source, fmt, label, payload, oc)
+
+
+def _from_row(row: EventRow, names: _Names) -> Event:
+    """An Event from a kept row: the same values `_decode` gives for it once written
+    (a flat fields dict is copied, not round-tripped through JSON)."""
+    f = row.fields
+    node, symptom = row.resources, row.symptom
+    if f is not None:
+        payload = {"fields": dict(f), "node": node, "symptom": symptom}
+    else:
+        payload = _loads(row.payload) if row.payload else {}
+        payload["node"] = node
+        payload["symptom"] = symptom
+    oc = row.obs_context_id
+    source, fmt, label = names.obs_of(oc)
+    rule = row.source_rule
+    return Event(row.id, names.types[row.event_type], names.rules.get(rule) if rule is not None else None, node,
+                 symptom, row.timestamp, row.line_num, row.source_datum, source, fmt, label, payload, oc)
 
 
 class ReadOnlyStreamError(RuntimeError):
@@ -533,7 +675,11 @@ class EventStream:
             self.manager.flush()
             conn = self.manager.conn
             names = _Names(conn, self.context_id)
-            self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
+            kept = self.manager.mirror(self.context_id)
+            if kept is not None:  # the rows this context inserted: no read back, no JSON round trip
+                self._ws = _WorkingSet(_from_row(r, names) for r in kept)
+            else:
+                self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
             self.manager.streams.add(self)
         return self._ws
 
@@ -583,6 +729,7 @@ class EventStream:
         ws.dirty, ws.deleted = {}, []
         self.manager.pending.discard(self)
         m = self.manager
+        m.diverged(self.context_id)
         m.execute_many("DELETE FROM events WHERE id = ? AND context_id = ?", [(i, self.context_id) for i in deleted])
         m.execute_many("UPDATE events SET event_type = ?, symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
                        [(m.lookup("event_types", e.event_type), e.symptom, encode_payload(e.payload), e.id,
@@ -692,12 +839,12 @@ class EventStream:
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
                     spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
                     dict(spec.fields), extra)
-        eid = m.insert_now(row)
-        self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
+        m.add(row)  # buffered like any insert: written (and numbered) before any read of the store
+        self.trace.append(TraceEntry(self.phase, rule, "add", row.id, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = json.loads(row.payload)
+        stored = _loads(row.payload) if row.payload is not None else {"fields": dict(row.fields or {})}
         stored["node"], stored["symptom"] = node, symptom
-        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
+        ev = Event(id=row.id, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
                    line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
                    payload=stored, obs_context_id=row.obs_context_id)
