@@ -64,9 +64,15 @@ def test_queries_answer_from_the_working_set_in_id_order():
 
 def _count_builds(monkeypatch) -> tuple[list, list]:
     decoded, kept = [], []
-    real_decode, real_from_row = store._decode, store._from_row
+    real_decode, real_from_rows = store._decode, store._from_rows
+
+    def from_rows(rows, names):
+        for e in real_from_rows(rows, names):
+            kept.append(e.id)
+            yield e
+
     monkeypatch.setattr(store, "_decode", lambda row, *names: decoded.append(row[0]) or real_decode(row, *names))
-    monkeypatch.setattr(store, "_from_row", lambda row, *names: kept.append(row.id) or real_from_row(row, *names))
+    monkeypatch.setattr(store, "_from_rows", from_rows)
     return decoded, kept
 
 
