@@ -311,3 +311,36 @@ def test_a_large_in_memory_store_spills_by_size():
     m.flush()
     assert m.spilled and m.count(ctx) == 2000
     m.close()
+
+
+def _rows(m: EventManager, ctx: int) -> list:
+    return m.conn.execute("SELECT * FROM events WHERE context_id = ? ORDER BY id", (ctx,)).fetchall()
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_restore_puts_back_every_row_as_it_was(tmp_path, on_disk):
+    """In memory, a mirrored context's checkpoint is its kept rows and a restore
+    rewrites only what changed; at a path it is a copy in the database.  Either way
+    the restored rows are the checkpointed ones, column for column."""
+    m = EventManager(path=str(tmp_path / "e.db") if on_disk else None, buffer_size=3)
+    a, b = m.context("a"), m.context("b")
+    _add(m, a, 6)
+    m.add(m.row(a, BAD, "R", None, None, 99, "nested", "n1", "N", {"l": [1, 2]}))
+    _add(m, b, 2)
+    m.flush()
+    before, other = _rows(m, a), _rows(m, b)
+    m.checkpoint(a)
+    copied = m.conn.execute("SELECT COUNT(*) FROM checkpoint_events").fetchone()[0]
+    assert copied == (len(before) if on_disk else 0)
+    s = m.stream(a)
+    evs = s.all()
+    s.demote(evs[:2], rule="F")
+    s.set_symptom(evs[2], "T", rule="F")
+    s.discard(evs[3:5], rule="F")
+    s.add(EventSpec(type="bad_node", symptom="D", node="n2"), rule="F", cause=evs[6])
+    _add(m, a, 2, symptom="LATE")
+    assert m.count(a) == len(before) - 2 + 3 and _rows(m, a) != before
+    m.restore(a)
+    assert _rows(m, a) == before and _rows(m, b) == other
+    assert [e.id for e in m.stream(a).all()] == [r[0] for r in before]
+    m.close()

@@ -30,6 +30,7 @@ Knows nothing about rules beyond their names.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import operator
 import os
@@ -226,6 +227,8 @@ class EventManager:
         self._kept_count = 0
         self._diverged: set[int] = set()  # kept, but SQLite changed under them (until a restore)
         self._kept_at_checkpoint: dict[int, int] = {}  # context -> rows kept when checkpointed (mirroring)
+        # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
+        self._undo: dict[int, tuple[int, set[int]]] = {}
         self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
             "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
             "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
@@ -293,6 +296,7 @@ class EventManager:
 
     def _drop_kept(self) -> None:
         """Past `keep_rows`: keep no more rows; every context is read from SQLite."""
+        self._snapshot_in_sql()
         self._kept.clear()
         self._diverged.clear()
         self._kept_at_checkpoint.clear()
@@ -308,10 +312,14 @@ class EventManager:
             kept.sort(key=_by_id)
         return kept
 
-    def diverged(self, context_id: int) -> None:
-        """The context's SQLite rows were changed other than by `add()`: stop mirroring."""
+    def diverged(self, context_id: int, ids: Iterable[int] = ()) -> None:
+        """The context's SQLite rows `ids` were changed or deleted other than by
+        `add()`: stop mirroring (until a restore), and note them for the restore."""
         if context_id in self._kept:
             self._diverged.add(context_id)
+        undo = self._undo.get(context_id)
+        if undo is not None:
+            undo[1].update(ids)
 
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
@@ -425,19 +433,37 @@ class EventManager:
 
     # ---- checkpoints ----
     def checkpoint(self, context_id: int) -> None:
-        """Snapshot one context's events (kept in the main database: a spill to a
-        file copies it along; temp tables would be lost)."""
+        """Snapshot one context's events.  A context whose kept rows mirror it (in an
+        in-memory or spilled store) is snapshotted by those rows: SQLite records that
+        there is a checkpoint, and which rows change after it (`diverged`), and a
+        restore rewrites only those.  Any other is copied in the main database (a
+        spill copies it along; temp tables would be lost), as is every context of a
+        store at a given path (its checkpoints outlive this manager)."""
         self.flush()
+        kept = self.mirror(context_id)
         self.conn.execute("BEGIN")
         self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
-        self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
+        if kept is None or self.path is not None:
+            self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
+            self._undo.pop(context_id, None)
+        else:
+            self._undo[context_id] = (self._next_id, set())
         self.conn.execute("COMMIT")
-        kept = self.mirror(context_id)
         if kept is not None:
             self._kept_at_checkpoint[context_id] = len(kept)
         else:
             self._kept_at_checkpoint.pop(context_id, None)
+
+    def _snapshot_in_sql(self) -> None:
+        """Copy the in-memory checkpoints into the database (their kept rows are
+        about to go): the checkpointed rows as they were, from the kept rows."""
+        for context_id, _undo in list(self._undo.items()):
+            rows = self._kept[context_id][:self._kept_at_checkpoint[context_id]]
+            cols = _COLUMNS
+            self.execute_many(f"INSERT INTO checkpoint_events({cols}) VALUES ({','.join('?' * 12)})",
+                              [r.params() for r in rows])
+        self._undo.clear()
 
     def restore(self, context_id: int) -> None:
         """Put back the context's snapshot (if any) and drop it."""
@@ -448,14 +474,23 @@ class EventManager:
             if s.context_id == context_id:  # changes need no write: the context's rows are replaced)
                 s.forget()
         self.flush()
-        self.conn.execute("BEGIN")
-        self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
-        self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
-        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
-        self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
-        self.conn.execute("COMMIT")
+        undo = self._undo.pop(context_id, None)
         kept = self._kept.get(context_id)
         n = self._kept_at_checkpoint.pop(context_id, None)
+        self.conn.execute("BEGIN")
+        if undo is not None and kept is not None and n is not None:
+            # undo what changed since: rows added after it go, rows changed are written as they were
+            first_new, touched = undo
+            self.conn.execute("DELETE FROM events WHERE context_id = ? AND id >= ?", (context_id, first_new))
+            if touched:
+                self.conn.executemany("DELETE FROM events WHERE id = ?", [(i,) for i in touched])
+                self.conn.executemany(_INSERT, [r.params() for r in kept[:n] if r.id in touched])
+        else:
+            self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
+            self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
+            self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+        self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
+        self.conn.execute("COMMIT")
         if kept is not None:
             if n is None:  # the checkpoint was not mirrored: nor is what it restored
                 del self._kept[context_id]
@@ -764,7 +799,7 @@ class EventStream:
         ws.dirty, ws.deleted = {}, []
         self.manager.pending.discard(self)
         m = self.manager
-        m.diverged(self.context_id)
+        m.diverged(self.context_id, itertools.chain(deleted, dirty))
         m.execute_many("DELETE FROM events WHERE id = ? AND context_id = ?", [(i, self.context_id) for i in deleted])
         m.execute_many("UPDATE events SET event_type = ?, symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
                        [(m.lookup("event_types", e.event_type), e.symptom, encode_payload(e.payload), e.id,
