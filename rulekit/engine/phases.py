@@ -443,12 +443,19 @@ class RefinementPhase:
     def scrub(self, state: AttributionState) -> None:
         reg = state.engine.registry
         node_sets: dict[str | None, SymptomSet] = {}
+        carried: dict[tuple[str | None, str], list[int]] = {}  # (node, symptom) -> event ids, first seen first
         for e in state.stream.bad_events():
             if e.symptom:
-                node_set = node_sets.get(e.node)
-                if node_set is None:
-                    node_set = node_sets[e.node] = SymptomSet(reg, e.node, state.trace, "refine:SCRUB")
-                node_set.put(e.symptom, e.node, e.id)
+                ids = carried.get((e.node, e.symptom))
+                if ids is None:
+                    carried[(e.node, e.symptom)] = [e.id]
+                else:
+                    ids.append(e.id)
+        for (node, symptom), ids in carried.items():
+            node_set = node_sets.get(node)
+            if node_set is None:
+                node_set = node_sets[node] = SymptomSet(reg, node, state.trace, "refine:SCRUB")
+            node_set.put_many(symptom, node, ids)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
