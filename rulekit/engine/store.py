@@ -72,8 +72,9 @@ CREATE TABLE IF NOT EXISTS events(
     symptom TEXT,
     rank INTEGER,
     payload TEXT);
-CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom);
-CREATE INDEX IF NOT EXISTS events_by_node ON events(context_id, resources);
+-- one index (each costs every insert): attribution reads a context's rows once, into a working
+-- set that answers by type, symptom and node itself
+CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom, resources);
 CREATE TABLE IF NOT EXISTS event_repeats(
     id INTEGER PRIMARY KEY,
     context_id INTEGER NOT NULL REFERENCES contexts(id),
