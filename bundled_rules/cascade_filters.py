@@ -343,6 +343,9 @@ def _bus_dev(pci):
     return (m.group(1).lower(), m.group(2).lower()) if m else None
 
 
+_BAD_XIDS = Selection.of("bad_node", ["XID-*"])
+
+
 @filter_def(name="AerBeforeGpuFault", author=AUTHOR, priority=FilterPriority.MID + 25)
 def aer_before_gpu_fault(context):
     """An uncorrectable PCIe AER error (PCIE_AER_FATAL / PCIE_AER_NONFATAL) naming a GPU's
@@ -357,9 +360,8 @@ def aer_before_gpu_fault(context):
     aer_by_node = {}  # node -> [(event, the bus/device addresses it names)], in event order
     for a in aer:
         aer_by_node.setdefault(a.node, []).append((a, (_bus_dev(a.fields.get("src")), _bus_dev(a.fields.get("bdf")))))
-    for x in stream.bad_events():
-        if not (x.symptom or "").startswith("XID-") or x.node not in aer_by_node \
-                or reg.info(x.symptom).outcome != "application":
+    for x in stream.select(_BAD_XIDS):  # the bad Xid events, in event order (from the symptom index)
+        if x.node not in aer_by_node or reg.info(x.symptom).outcome != "application":
             continue
         gpu = _bus_dev(x.fields.get("pci"))
         if gpu is None:

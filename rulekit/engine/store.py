@@ -226,6 +226,7 @@ class EventManager:
         self.keep_rows = spill_threshold if keep_rows is None else keep_rows  # rows kept at most, all contexts
         self._kept: dict[int, list[EventRow]] = {}
         self._kept_count = 0
+        self._kept_unsorted: set[int] = set()
         self._diverged: set[int] = set()  # kept, but SQLite changed under them (until a restore)
         self._kept_at_checkpoint: dict[int, int] = {}  # context -> rows kept when checkpointed (mirroring)
         # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
@@ -290,6 +291,8 @@ class EventManager:
             if self._kept_count >= self.keep_rows:
                 self._drop_kept()
             else:
+                if kept and kept[-1].id > row.id:
+                    self._kept_unsorted.add(row.context_id)
                 kept.append(row)
                 self._kept_count += 1
         if len(self._buffer) >= self.buffer_size:
@@ -309,7 +312,8 @@ class EventManager:
         kept = self._kept.get(context_id)
         if kept is None or context_id in self._diverged:
             return None
-        if any(a.id > b.id for a, b in zip(kept, kept[1:])):  # rows added out of the order row() numbered them
+        if context_id in self._kept_unsorted:  # rows added out of the order row() numbered them
+            self._kept_unsorted.discard(context_id)
             kept.sort(key=_by_id)
         return kept
 
