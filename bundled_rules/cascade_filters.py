@@ -344,6 +344,7 @@ def _bus_dev(pci):
 
 
 _BAD_XIDS = Selection.of("bad_node", ["XID-*"])
+_BAD_AER = Selection.of("bad_node", ["PCIE_AER_FATAL", "PCIE_AER_NONFATAL"])
 
 
 @filter_def(name="AerBeforeGpuFault", author=AUTHOR, priority=FilterPriority.MID + 25)
@@ -354,7 +355,7 @@ def aer_before_gpu_fault(context):
     (completion timeouts, an unplugged eGPU, a failing riser) and the Xid is the
     consequence, not user code.  Those Xid events are demoted; the AER event stays."""
     stream, reg = context.event_stream, context.registry
-    aer = [e for e in stream.bad_events() if e.symptom in ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL")]
+    aer = stream.select(_BAD_AER)
     if not aer:
         return
     aer_by_node = {}  # node -> [(event, the bus/device addresses it names)], in event order

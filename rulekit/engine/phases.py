@@ -429,6 +429,9 @@ class RefinementPhase:
 
     STEPS = ("scrub", "final", "outcome", "post_outcome")
 
+    def __init__(self) -> None:
+        self._propagated: set[tuple[str | None, str]] = set()  # (node, symptom) removals applied
+
     def apply(self, state: AttributionState) -> None:
         state.stream.phase = "refine"
         for step in self.STEPS:
@@ -491,15 +494,23 @@ class RefinementPhase:
         return job_set
 
     def _back_propagate(self, state: AttributionState, job_set: SymptomSet) -> None:
-        """Apply symptom removals (job-wide and per node) to the bad-node events."""
+        """Apply symptom removals (job-wide and per node) to the bad-node events.
+
+        A (node, symptom) once applied is not looked at again (after FINAL, again
+        after POST_OUTCOME): its bad events are gone or demoted, and refiners (the
+        stream frozen) cannot make more."""
         stream = state.stream
         prev = stream.phase
+        done = self._propagated
         for node, s in state.node_sets.items():
             for sym in s.recorded():
+                if (node, sym) in done:
+                    continue
                 job_wide = job_set.removal(sym)
                 removal = job_wide or s.removal(sym)
                 if removal is None:
                     continue
+                done.add((node, sym))
                 events = [e for e in stream.events(s.event_ids(sym)) if e.is_bad]
                 stream.phase = job_set.phase if job_wide is not None else s.phase
                 if removal.action == "discard":
