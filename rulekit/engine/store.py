@@ -8,16 +8,21 @@ and `payload` (JSON) holds only the rest (fields, provenance, history).
 `EventManager` owns the connection, numbers events (ids in insert order,
 never reused), buffers inserts, spills an in-memory database to a private file
 when it grows large, and checkpoints / restores one context's events around
-attribution (in a main-database table, so a spill carries them along).
+attribution.
 
 Events are read once.  The rows a context inserted are kept as Python rows
-(`EventRow`, bounded by `keep_rows`) for as long as they mirror that
-context's SQLite rows, so a working set is built from them without a JSON
-round trip; a flat `fields` dict (str keys; str/int/float/bool/None values,
-which JSON gives back unchanged) is kept as is, in the sorted key order the
-JSON would give, and encoded only when the row is written.  A context whose
-SQLite rows changed under the mirror (written-through changes) is read from
-SQLite until a restore puts back the checkpointed rows the mirror still holds.
+(bounded by `keep_rows`) for as long as they mirror that context's SQLite
+rows, so a working set is built from them without a read back or a JSON round
+trip; a flat `fields` dict (str keys; str/int/float/bool/None values, which
+JSON gives back unchanged) is kept as (keys, values) tuples, keys in the
+sorted order the JSON would give, and encoded only when the row is written.
+Kept rows are plain tuples of atomic values, which the garbage collector stops
+walking.  A context whose SQLite rows changed under the mirror (written-through
+changes) is read from SQLite until a restore puts the checkpointed rows back.
+A mirrored context's checkpoint is its kept rows (SQLite records the
+checkpoint and the rows changed after it; a restore rewrites only those);
+any other, and every checkpoint of a store at a path, is a copy in a
+main-database table (a spill carries it along).
 
 `EventStream` is the per-job interface filters, refiners and collectors use:
 it builds the job's events once, on first read, into a working set indexed by
@@ -120,35 +125,43 @@ class EventRow(NamedTuple):
     symptom: str | None
     rank: int | None
     payload: str | None
-    fields: dict[str, Any] | None = None  # flat, in sorted key order; set only when payload is None
+    # a flat fields dict as (sorted keys, values); set only when payload is None.  Tuples of
+    # atomic values: the garbage collector stops tracking a kept row (a dict would keep it tracked)
+    fields: tuple[tuple[str, ...], tuple] | None = None
 
     def params(self) -> tuple:
         """The values `_INSERT` binds (the payload encoded now if it was kept flat)."""
-        if self.payload is not None:
-            return self[:12]
-        return (*self[:11], "".join(_FLAT_ENCODE({"fields": self.fields}, 0)))
+        return _params(self)
+
+
+def _params(row: tuple) -> tuple:
+    """`EventRow.params` of a row as an `EventRow` or a plain tuple (a kept row)."""
+    if row[11] is not None:
+        return row[:12]
+    keys, values = row[12]
+    return (*row[:11], "".join(_FLAT_ENCODE({"fields": dict(zip(keys, values))}, 0)))
 
 
 _FLAT_TYPES = frozenset((str, int, float, bool, type(None)))  # JSON gives these back as they were
 _STR_TYPE = frozenset((str,))
 _row = tuple.__new__  # EventRow(...) without the generated __new__'s call
-_SORTED: dict[tuple, tuple | None] = {}  # a fields dict's keys -> (sorted keys, their getter); None: sorted already
+_SORTED: dict[tuple, tuple] = {}  # a fields dict's keys -> (sorted keys, their getter; None: sorted already)
 
 
-def _sorted_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `fields` in sorted key order (what a sort_keys JSON round trip gives);
-    the order is worked out once per key set (an emit's fields have the same keys)."""
+def _sorted_fields(fields: dict[str, Any]) -> tuple[tuple[str, ...], tuple]:
+    """A flat fields dict as (keys, values), keys sorted (the order a sort_keys JSON
+    round trip gives); the order is worked out once per key set (an emit's fields
+    have the same keys, and share the one keys tuple)."""
     keys = tuple(fields)
     how = _SORTED.get(keys, False)
     if how is False:
         order = tuple(sorted(keys))
-        how = None if order == keys or len(keys) < 2 else (order, operator.itemgetter(*order))
+        how = (keys, None) if order == keys or len(keys) < 2 else (order, operator.itemgetter(*order))
         if len(_SORTED) > 4096:
             _SORTED.clear()
         _SORTED[keys] = how
-    if how is None:
-        return dict(fields)
-    return dict(zip(how[0], how[1](fields)))
+    order, getter = how
+    return order, (tuple(fields.values()) if getter is None else getter(fields))
 
 
 @dataclass(slots=True)
@@ -224,11 +237,14 @@ class EventManager:
         self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
         # the rows each context inserted, while they mirror its SQLite rows (see the module docstring)
         self.keep_rows = spill_threshold if keep_rows is None else keep_rows  # rows kept at most, all contexts
-        self._kept: dict[int, list[EventRow]] = {}
+        # (plain tuples in EventRow's order: the collector stops tracking those of atomic values,
+        # where it walks every EventRow, a tuple subclass, on every full pass)
+        self._kept: dict[int, list[tuple]] = {}
         self._kept_count = 0
         self._kept_unsorted: set[int] = set()
         self._diverged: set[int] = set()  # kept, but SQLite changed under them (until a restore)
-        self._kept_at_checkpoint: dict[int, int] = {}  # context -> rows kept when checkpointed (mirroring)
+        # context -> its kept rows when checkpointed (while mirroring): what a restore makes it again
+        self._kept_at_checkpoint: dict[int, list[tuple]] = {}
         # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
         self._undo: dict[int, tuple[int, set[int]]] = {}
         self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
@@ -291,9 +307,12 @@ class EventManager:
             if self._kept_count >= self.keep_rows:
                 self._drop_kept()
             else:
-                if kept and kept[-1].id > row.id:
+                if kept and kept[-1][0] > row.id:
                     self._kept_unsorted.add(row.context_id)
-                kept.append(row)
+                    undo = self._undo.get(row.context_id)
+                    if undo is not None and row.id < undo[0]:  # numbered before the checkpoint, added after:
+                        undo[1].add(row.id)  # a restore deletes it like any row added since
+                kept.append(tuple(row))
                 self._kept_count += 1
         if len(self._buffer) >= self.buffer_size:
             self.flush()
@@ -306,15 +325,15 @@ class EventManager:
         self._kept_at_checkpoint.clear()
         self._kept_count = self.keep_rows  # and none is kept again
 
-    def mirror(self, context_id: int) -> list["EventRow"] | None:
-        """The context's rows in id order when they mirror its SQLite rows (after a
-        flush), else None."""
+    def mirror(self, context_id: int) -> list[tuple] | None:
+        """The context's rows (tuples in `EventRow` order) in id order when they
+        mirror its SQLite rows (after a flush), else None."""
         kept = self._kept.get(context_id)
         if kept is None or context_id in self._diverged:
             return None
         if context_id in self._kept_unsorted:  # rows added out of the order row() numbered them
             self._kept_unsorted.discard(context_id)
-            kept.sort(key=_by_id)
+            kept.sort(key=_first)
         return kept
 
     def diverged(self, context_id: int, ids: Iterable[int] = ()) -> None:
@@ -386,7 +405,7 @@ class EventManager:
         rows, self._buffer = self._buffer, []
         self.conn.execute("BEGIN")
         try:
-            self.conn.executemany(_INSERT, map(EventRow.params, rows))
+            self.conn.executemany(_INSERT, map(_params, rows))
         finally:
             self.conn.execute("COMMIT")
         if self.path is None and self._private_dir is None:
@@ -456,7 +475,7 @@ class EventManager:
             self._undo[context_id] = (self._next_id, set())
         self.conn.execute("COMMIT")
         if kept is not None:
-            self._kept_at_checkpoint[context_id] = len(kept)
+            self._kept_at_checkpoint[context_id] = kept[:]
         else:
             self._kept_at_checkpoint.pop(context_id, None)
 
@@ -464,10 +483,8 @@ class EventManager:
         """Copy the in-memory checkpoints into the database (their kept rows are
         about to go): the checkpointed rows as they were, from the kept rows."""
         for context_id, _undo in list(self._undo.items()):
-            rows = self._kept[context_id][:self._kept_at_checkpoint[context_id]]
-            cols = _COLUMNS
-            self.execute_many(f"INSERT INTO checkpoint_events({cols}) VALUES ({','.join('?' * 12)})",
-                              [r.params() for r in rows])
+            self.execute_many(f"INSERT INTO checkpoint_events({_COLUMNS}) VALUES ({','.join('?' * 12)})",
+                              [_params(r) for r in self._kept_at_checkpoint[context_id]])
         self._undo.clear()
 
     def restore(self, context_id: int) -> None:
@@ -481,15 +498,15 @@ class EventManager:
         self.flush()
         undo = self._undo.pop(context_id, None)
         kept = self._kept.get(context_id)
-        n = self._kept_at_checkpoint.pop(context_id, None)
+        snapshot = self._kept_at_checkpoint.pop(context_id, None)
         self.conn.execute("BEGIN")
-        if undo is not None and kept is not None and n is not None:
+        if undo is not None and kept is not None and snapshot is not None:
             # undo what changed since: rows added after it go, rows changed are written as they were
             first_new, touched = undo
             self.conn.execute("DELETE FROM events WHERE context_id = ? AND id >= ?", (context_id, first_new))
             if touched:
                 self.conn.executemany("DELETE FROM events WHERE id = ?", [(i,) for i in touched])
-                self.conn.executemany(_INSERT, [r.params() for r in kept[:n] if r.id in touched])
+                self.conn.executemany(_INSERT, [_params(r) for r in snapshot if r[0] in touched])
         else:
             self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
             self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
@@ -497,13 +514,14 @@ class EventManager:
         self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
         if kept is not None:
-            if n is None:  # the checkpoint was not mirrored: nor is what it restored
+            self._kept_count -= len(kept)
+            if snapshot is None:  # the checkpoint was not mirrored: nor is what it restored
                 del self._kept[context_id]
-                self._kept_count -= len(kept)
             else:  # the rows kept since the checkpoint are gone from SQLite too
-                self._kept_count -= len(kept) - n
-                del kept[n:]
+                self._kept[context_id] = snapshot
+                self._kept_count += len(snapshot)
             self._diverged.discard(context_id)
+            self._kept_unsorted.discard(context_id)
 
     def count(self, context_id: int | None = None) -> int:
         self.flush()
@@ -602,13 +620,13 @@ def _decode(row: tuple, names: _Names) -> Event:
                  line_num, datum, source, fmt, label, payload, oc)
 
 
-def _from_rows(rows: Iterable[EventRow], names: _Names) -> Iterator[Event]:
+def _from_rows(rows: Iterable[tuple], names: _Names) -> Iterator[Event]:
     """Events from kept rows: the same values `_decode` gives for them once written
     (a flat fields dict is copied, not round-tripped through JSON)."""
     types, rules, obs = names.types, names.rules, {}
     for eid, _ctx, etype, rule, oc, ts, line_num, datum, node, symptom, _rank, raw, f in rows:
         if f is not None:
-            payload = {"fields": dict(f), "node": node, "symptom": symptom}
+            payload = {"fields": dict(zip(f[0], f[1])), "node": node, "symptom": symptom}
         else:
             payload = _loads(raw) if raw else {}
             payload["node"] = node
@@ -726,6 +744,7 @@ class _WorkingSet:
 _type_name = event_type_name
 _trace_entry = tuple.__new__  # TraceEntry(...) without the generated __new__'s call
 _by_id = operator.attrgetter("id")
+_first = operator.itemgetter(0)
 
 
 class EventStream:
@@ -917,7 +936,7 @@ class EventStream:
         m.add(row)  # buffered like any insert: written (and numbered) before any read of the store
         self.trace.append(TraceEntry(self.phase, rule, "add", row.id, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = _loads(row.payload) if row.payload is not None else {"fields": dict(row.fields or {})}
+        stored = _loads(row.payload) if row.payload is not None else {"fields": dict(zip(*row.fields))}
         stored["node"], stored["symptom"] = node, symptom
         ev = Event(id=row.id, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
                    line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
