@@ -123,7 +123,7 @@ def test_kept_rows_give_what_sqlite_gives_back_key_order_included():
     for i, f in enumerate(fields):
         m.add(m.row(ctx, BAD, "R", oc if i % 2 else None, None, i + 1, "x" * (i * 3000), "n1", "S", f))
     kept = m.stream(ctx).all()
-    assert [EventRow._make(r).fields is not None for r in m.mirror(ctx)] == [True, True, False, False, False, False, True, True]
+    assert [EventRow.of(r).fields is not None for r in m.mirror(ctx)] == [True, True, False, False, False, False, True, True]
     m.stream(ctx).set_symptom(kept[0], "T", rule="F")  # written through: SQLite no longer mirrored
     m.flush()
     assert m.mirror(ctx) is None
@@ -146,7 +146,7 @@ def test_a_restore_brings_the_mirror_back_and_drops_rows_added_after_the_checkpo
     m.flush()
     assert m.mirror(ctx) is None and m.count(ctx) == 6
     m.restore(ctx)
-    assert [EventRow._make(r).line_num for r in m.mirror(ctx)] == [1, 2, 3] and m.count(ctx) == 3
+    assert [EventRow.of(r).line_num for r in m.mirror(ctx)] == [1, 2, 3] and m.count(ctx) == 3
     assert all(e.is_bad and "history" not in e.payload for e in m.stream(ctx).all())
     _add(m, ctx, 1, symptom="NEXT")  # ids go on from the largest ever given, never reused
     ids = [e.id for e in m.stream(ctx).all()]
@@ -357,7 +357,7 @@ def test_a_row_numbered_before_the_checkpoint_and_added_after_is_undone_too():
     m.add(late)  # out of id order, after the checkpoint
     assert [e.line_num for e in m.stream(ctx).all()] == [50, 1, 2, 3]  # id order
     m.restore(ctx)
-    assert _rows(m, ctx) == before and [EventRow._make(r).line_num for r in m.mirror(ctx)] == [1, 2, 3]
+    assert _rows(m, ctx) == before and [EventRow.of(r).line_num for r in m.mirror(ctx)] == [1, 2, 3]
     m.close()
 
 

@@ -108,10 +108,16 @@ SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory da
 
 
 class EventRow(NamedTuple):
-    """One row of the events table, in `_COLUMNS` order: what `EventManager.row()`
-    builds and `EventManager.add()` buffers (ids, not names).  The payload is its
-    JSON, or None while `fields` holds a flat fields dict (the whole payload:
-    {"fields": fields}) that is encoded only when the row is written."""
+    """One row of the events table, in `_COLUMNS` order (ids, not names).
+
+    What `EventManager.row()` builds and `EventManager.add()` buffers and keeps is a
+    plain tuple in this order (`EventRow.of()` names its fields): the 12 columns,
+    the payload as its JSON; or, for a flat payload (`{"fields": flat dict}`), the
+    first 11 columns, None, the fields' sorted keys (one tuple per key set) and
+    then their values, encoded only when the row is written.  Plain tuples of
+    atomic values: the garbage collector stops walking a kept row (a tuple
+    subclass, or a tuple holding a dict, it walks on every full pass), and a row
+    is one object, not three."""
 
     id: int
     context_id: int
@@ -124,44 +130,45 @@ class EventRow(NamedTuple):
     resources: str | None  # the node
     symptom: str | None
     rank: int | None
-    payload: str | None
-    # a flat fields dict as (sorted keys, values); set only when payload is None.  Tuples of
-    # atomic values: the garbage collector stops tracking a kept row (a dict would keep it tracked)
-    fields: tuple[tuple[str, ...], tuple] | None = None
+    payload: str | None  # None: a flat payload, in `fields`
+    fields: dict[str, Any] | None = None  # (`of()`) the flat fields, in sorted key order
 
-    def params(self) -> tuple:
-        """The values `_INSERT` binds (the payload encoded now if it was kept flat)."""
-        return _params(self)
+    @classmethod
+    def of(cls, row: tuple) -> "EventRow":
+        """A row tuple with its fields named (the flat fields as a dict)."""
+        return cls(*row[:12], _row_fields(row))
+
+
+def _row_fields(row: tuple) -> dict[str, Any] | None:
+    """A flat row's fields dict (a fresh one), or None for a row with its payload JSON."""
+    return dict(zip(row[12], row[13:])) if len(row) > 12 else None
 
 
 def _params(row: tuple) -> tuple:
-    """`EventRow.params` of a row as an `EventRow` or a plain tuple (a kept row)."""
-    if row[11] is not None:
-        return row[:12]
-    keys, values = row[12]
-    return (*row[:11], "".join(_FLAT_ENCODE({"fields": dict(zip(keys, values))}, 0)))
+    """The values `_INSERT` binds for a row tuple (a flat payload encoded now)."""
+    if len(row) == 12:
+        return row
+    return (*row[:11], "".join(_FLAT_ENCODE({"fields": dict(zip(row[12], row[13:]))}, 0)))
 
 
 _FLAT_TYPES = frozenset((str, int, float, bool, type(None)))  # JSON gives these back as they were
 _STR_TYPE = frozenset((str,))
-_row = tuple.__new__  # EventRow(...) without the generated __new__'s call
 _SORTED: dict[tuple, tuple] = {}  # a fields dict's keys -> (sorted keys, their getter; None: sorted already)
 
 
-def _sorted_fields(fields: dict[str, Any]) -> tuple[tuple[str, ...], tuple]:
-    """A flat fields dict as (keys, values), keys sorted (the order a sort_keys JSON
-    round trip gives); the order is worked out once per key set (an emit's fields
-    have the same keys, and share the one keys tuple)."""
+def _sorted_keys(fields: dict[str, Any]) -> tuple[tuple[str, ...], Callable[[dict], tuple] | None]:
+    """A flat fields dict's keys sorted (the order a sort_keys JSON round trip gives)
+    and the getter of their values in that order (None: already sorted); worked out
+    once per key set (an emit's fields have the same keys, and share the one tuple)."""
     keys = tuple(fields)
-    how = _SORTED.get(keys, False)
-    if how is False:
+    how = _SORTED.get(keys)
+    if how is None:
         order = tuple(sorted(keys))
         how = (keys, None) if order == keys or len(keys) < 2 else (order, operator.itemgetter(*order))
         if len(_SORTED) > 4096:
             _SORTED.clear()
         _SORTED[keys] = how
-    order, getter = how
-    return order, (tuple(fields.values()) if getter is None else getter(fields))
+    return how
 
 
 @dataclass(slots=True)
@@ -227,7 +234,7 @@ class EventManager:
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
         self.conn.executescript(SCHEMA)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
-        self._buffer: list[EventRow] = []
+        self._buffer: list[tuple] = []  # rows (see EventRow)
         self.buffer_size = buffer_size
         self.spill_threshold = spill_threshold  # rows, or
         self.spill_bytes = spill_bytes  # bytes of database pages
@@ -237,8 +244,6 @@ class EventManager:
         self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
         # the rows each context inserted, while they mirror its SQLite rows (see the module docstring)
         self.keep_rows = spill_threshold if keep_rows is None else keep_rows  # rows kept at most, all contexts
-        # (plain tuples in EventRow's order: the collector stops tracking those of atomic values,
-        # where it walks every EventRow, a tuple subclass, on every full pass)
         self._kept: dict[int, list[tuple]] = {}
         self._kept_count = 0
         self._kept_unsorted: set[int] = set()
@@ -298,21 +303,21 @@ class EventManager:
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     # ---- inserts ----
-    def add(self, row: "EventRow") -> None:
+    def add(self, row: tuple) -> None:
         """Buffer one event row (`row()` builds it; extraction path: write-only,
         flushed in batches of `buffer_size`) and keep it for the context's mirror."""
         self._buffer.append(row)
-        kept = self._kept.get(row.context_id)
+        kept = self._kept.get(row[1])
         if kept is not None:
             if self._kept_count >= self.keep_rows:
                 self._drop_kept()
             else:
-                if kept and kept[-1][0] > row.id:
-                    self._kept_unsorted.add(row.context_id)
-                    undo = self._undo.get(row.context_id)
-                    if undo is not None and row.id < undo[0]:  # numbered before the checkpoint, added after:
-                        undo[1].add(row.id)  # a restore deletes it like any row added since
-                kept.append(tuple(row))
+                if kept and kept[-1][0] > row[0]:
+                    self._kept_unsorted.add(row[1])
+                    undo = self._undo.get(row[1])
+                    if undo is not None and row[0] < undo[0]:  # numbered before the checkpoint, added after:
+                        undo[1].add(row[0])  # a restore deletes it like any row added since
+                kept.append(row)
                 self._kept_count += 1
         if len(self._buffer) >= self.buffer_size:
             self.flush()
@@ -347,13 +352,13 @@ class EventManager:
 
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
-            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> "EventRow":
+            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> tuple:
         """The one builder of an events-table row, numbered with the manager's next
         event id (add it: an id is never used twice): node, symptom and
         `fields["rank"]` (when an int) go to their own columns; the payload column
         is the JSON of {"fields": fields, **extra} (`extra`: "added_by",
         "cause_event", ...), encoded when the row is written if `fields` is flat
-        (no extra, see `EventRow`), else now."""
+        (no extra), else now.  A plain tuple: see `EventRow`."""
         ids = self._ids
         et = ids["event_types"].get(event_type)
         if et is None:
@@ -370,21 +375,22 @@ class EventManager:
         self._next_id = eid + 1
         if (not extra and fields is not None and _STR_TYPE.issuperset(map(type, fields))
                 and _FLAT_TYPES.issuperset(map(type, fields.values()))):
-            # the key order the JSON (sort_keys) gives back; a copy, so the caller's dict stays its own
-            return _row(EventRow, (eid, context_id, et, rid, obs_context_id, timestamp, line_num,
-                                   datum if datum is None or len(datum) <= MAX_DATUM else _clip(datum), node, symptom,
-                                   rank, None, _sorted_fields(fields)))
+            # the key order the JSON (sort_keys) gives back; values copied, the caller's dict stays its own
+            order, getter = _sorted_keys(fields)
+            return (eid, context_id, et, rid, obs_context_id, timestamp, line_num,
+                    datum if datum is None or len(datum) <= MAX_DATUM else _clip(datum), node, symptom, rank, None,
+                    order, *(fields.values() if getter is None else getter(fields)))
         body: dict[str, Any] = {"fields": fields} if fields is not None else {}
         if extra:
             body.update(extra)
-        return EventRow(eid, context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom,
-                        rank, _ENCODER.encode(body))
+        return (eid, context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
+                _ENCODER.encode(body))
 
-    def insert_now(self, row: "EventRow") -> int:
+    def insert_now(self, row: tuple) -> int:
         """Write one row now (with everything buffered before it); returns its id."""
         self.add(row)
         self.flush()
-        return row.id
+        return row[0]
 
     def execute_many(self, sql: str, rows: list[tuple]) -> None:
         """Run one statement over many rows in one transaction (attribution's changes)."""
@@ -624,9 +630,10 @@ def _from_rows(rows: Iterable[tuple], names: _Names) -> Iterator[Event]:
     """Events from kept rows: the same values `_decode` gives for them once written
     (a flat fields dict is copied, not round-tripped through JSON)."""
     types, rules, obs = names.types, names.rules, {}
-    for eid, _ctx, etype, rule, oc, ts, line_num, datum, node, symptom, _rank, raw, f in rows:
-        if f is not None:
-            payload = {"fields": dict(zip(f[0], f[1])), "node": node, "symptom": symptom}
+    for row in rows:
+        eid, _ctx, etype, rule, oc, ts, line_num, datum, node, symptom, _rank, raw = row[:12]
+        if raw is None:
+            payload = {"fields": dict(zip(row[12], row[13:])), "node": node, "symptom": symptom}
         else:
             payload = _loads(raw) if raw else {}
             payload["node"] = node
@@ -934,14 +941,15 @@ class EventStream:
                     spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
                     dict(spec.fields), extra)
         m.add(row)  # buffered like any insert: written (and numbered) before any read of the store
-        self.trace.append(TraceEntry(self.phase, rule, "add", row.id, symptom, node, reason))
+        r = EventRow.of(row)
+        self.trace.append(TraceEntry(self.phase, rule, "add", r.id, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = _loads(row.payload) if row.payload is not None else {"fields": dict(zip(*row.fields))}
+        stored = _loads(r.payload) if r.payload is not None else {"fields": r.fields}
         stored["node"], stored["symptom"] = node, symptom
-        ev = Event(id=row.id, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
-                   line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
+        ev = Event(id=r.id, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=r.timestamp,
+                   line_num=r.line_num, datum=r.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
-                   payload=stored, obs_context_id=row.obs_context_id)
+                   payload=stored, obs_context_id=r.obs_context_id)
         ws.put(ev)
         return ev
 
