@@ -12,6 +12,8 @@ runs of a ~0.5 s command.
 
 `--breakdown` also prints where one warm run spends its time: the CPU seconds of
 each phase measured in one process (imports included where they happen).
+`--imports N` also lists the N modules whose own import (`python -X importtime`,
+self time, one warm run) costs most: what is left to cut.
 `--instructions` also counts the instructions one warm run executes (valgrind
 cachegrind, `I refs`; ~15 s a run): unlike seconds, the count does not depend
 on what else the machine is doing, so the ratio holds on a shared machine.
@@ -99,6 +101,20 @@ def instructions(cli: Path, fmt: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
+def heaviest_imports(fmt: str, n: int) -> list[tuple[int, str]]:
+    """The `n` modules with the largest own import time (µs) in one warm run of this CLI."""
+    code = ("import sys; sys.argv = ['rulekit', 'attribute', '--format', %r, %r]\n"
+            "from rulekit.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n" % (fmt, str(EXAMPLE)))
+    p = subprocess.run([str(RULEKIT.with_name("python")), "-X", "importtime", "-c", code], capture_output=True,
+                       text=True, env=user_env(), cwd=ROOT, timeout=600)
+    rows = []
+    for line in p.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[0].startswith("import time:") and parts[1].strip().isdigit():
+            rows.append((int(parts[0].split(":")[1]), parts[2].strip()))
+    return sorted(rows, reverse=True)[:n]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
@@ -106,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="json", choices=("json", "text"))
     ap.add_argument("--breakdown", action="store_true", help="also print the per-phase CPU of one warm run")
     ap.add_argument("--instructions", action="store_true", help="also count one warm run's instructions (valgrind)")
+    ap.add_argument("--imports", type=int, default=0, metavar="N",
+                    help="also list the N modules whose own import costs most (-X importtime, one warm run)")
     args = ap.parse_args(argv)
     clis = {"this": RULEKIT}
     if args.old:
@@ -147,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         subprocess.run([str(RULEKIT.with_name("python")), "-c", _PHASES, str(EXAMPLE)], env=user_env(), cwd=ROOT,
                        check=True)
+    if args.imports:
+        print("heaviest own imports of one warm run (-X importtime self time, which inflates each a little):")
+        for us, mod in heaviest_imports(args.format, args.imports):
+            print(f"  {us / 1000:6.1f} ms  {mod}")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (wall times are only comparable on an idle machine)")
     return 0
 

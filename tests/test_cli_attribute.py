@@ -215,3 +215,42 @@ def test_a_progress_bar_counts_jobs_when_stderr_is_a_terminal(tmp_path):
     assert proc.returncode == 0
     assert len(json.loads(out)) == 3  # stdout stays clean JSON
     assert b"attributing" in seen and b"3/3" in seen
+
+
+def test_pool_json_is_the_bytes_of_the_whole_list_printed_at_the_end(tmp_path):
+    """-j 2 prints each result as it comes in, rendered by the workers: the bytes must
+    be those of json.dumps(list, indent=2), a failure and a repeated directory included."""
+    good = _copies(tmp_path, 2)
+    bad = _bad_dir(tmp_path)
+    args = [good[0], bad, good[1], good[0]]
+    two = runner.invoke(app, ["attribute", *args, "-j", "2", "--format", "json"])
+    singles = [json.loads(runner.invoke(app, ["attribute", d, "--format", "json"]).stdout) for d in args]
+    assert two.exit_code == 1
+    singles[1] = json.loads(two.stdout)[1]  # the failure record (exit 2 alone)
+    assert two.stdout == json.dumps(singles, indent=2, default=str) + "\n"
+    assert "job.toml:2:1" in singles[1]["error"]
+
+
+def test_results_are_printed_in_argument_order_as_soon_as_they_can_be(tmp_path, capsys):
+    """`_InOrder`: a result that finished early waits for the ones before it, then goes out at once."""
+    from rulekit.cli.attribute import _InOrder, json_text
+    from rulekit.executors import Job, JobOutcome
+
+    jobs = [Job.of(tmp_path / f"j{i}") for i in range(3)]
+    results = [{"job_id": f"j{i}", "n": [i, {"k": "v"}]} for i in range(3)]
+    printer = _InOrder(jobs, {j: j.job_dir for j in jobs}, "json", False)
+    printer.add(JobOutcome(jobs[1], result=results[1], text=json_text(results[1])))
+    assert capsys.readouterr().out == ""
+    printer.add(JobOutcome(jobs[0], result=results[0]))  # no worker rendering: rendered here
+    first = capsys.readouterr().out
+    assert first.startswith("[\n  {") and '"job_id": "j1"' in first
+    printer.finish({j: JobOutcome(j, result=r) for j, r in zip(jobs, results)})
+    assert first + capsys.readouterr().out == json.dumps(results, indent=2) + "\n"
+
+
+def test_pool_text_is_the_text_printed_at_the_end(tmp_path):
+    dirs = _copies(tmp_path, 3)
+    one = runner.invoke(app, ["attribute", *dirs, "-j", "1"])
+    two = runner.invoke(app, ["attribute", *dirs, "-j", "2"])
+    assert one.exit_code == two.exit_code == 0
+    assert one.stdout == two.stdout and one.stdout.count("HARDWARE / nvlink") == 3

@@ -1,6 +1,7 @@
 """What keeps `rulekit attribute` starting fast, checked by module, not by timing:
 a started `attribute` (the console script's `main()`) imports no other command,
-nor rich.console, lark, the LSP, lint, the Service or Dask; and the app read any
+nor rich.console or rich.markup, lark, the LSP, lint, the Service, Dask or pydantic (a valid
+job.toml is read by the plain job-record reader); and the app read any
 other way (typer's `get_command`, `CliRunner`) still has every command, in help
 order, whichever command module was imported first."""
 from __future__ import annotations
@@ -18,12 +19,14 @@ HELP_ORDER = ["attribute", "serve", "check", "explain", "test", "lint", "fmt", "
               "dashboard", "blueprint"]
 
 # modules a started `rulekit attribute` must not import: the other commands, their groups,
-# and rich's console (text off a terminal goes through PlainConsole)
-NOT_IMPORTED = ["rich.console", "rulekit_lsp", "pygls", "lark", "fastapi", "uvicorn", "dask", "distributed",
+# rich's console and text (text off a terminal goes through PlainConsole and plainmarkup), pydantic
+NOT_IMPORTED = ["rich.console", "rich.markup", "rich.text", "rulekit_lsp", "pygls", "lark", "fastapi", "uvicorn", "dask", "distributed",
                 "tomlkit", "rulekit.analysis", "rulekit.service", "rulekit.blueprint", "rulekit.rules.dsl.parser",
                 "rulekit.cli.serve", "rulekit.cli.lint", "rulekit.cli.lsp", "rulekit.cli.test", "rulekit.cli.diff",
                 "rulekit.cli.blueprint", "rulekit.cli.fmt", "rulekit.cli.convert", "rulekit.cli.explain",
-                "rulekit.executors.dask", "rulekit.executors.local", "xml.sax"]
+                "rulekit.executors.dask", "rulekit.executors.local", "xml.sax",
+                "pydantic", "pydantic_core", "rulekit.inputs.jobrecord_model", "rulekit.inputs.metrics_model",
+                "rulekit.rules.toml_frontend"]  # TOML parsing: a cache miss, an error in job.toml
 
 _PROBE = """
 import json, sys

@@ -1,16 +1,21 @@
 """`rulekit attribute`'s text off a terminal: `PlainConsole` prints the bytes rich's
-Console prints there (it renders with rich.markup, without rich.console), for
-tricky strings and for every example's result."""
+Console prints there (it renders with `rulekit.cli.plainmarkup`, without rich.console
+or rich.markup), for tricky strings, fuzzed markup and every example's result."""
 from __future__ import annotations
 
+import contextlib
 import io
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.markup import escape
 
 from rulekit.cli import attribute as attr
+from rulekit.cli import plainmarkup
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").iterdir() if (p / "expected.json").is_file())
@@ -88,3 +93,46 @@ def test_rich_is_chosen_when_rich_sees_a_terminal(monkeypatch):
         assert attr._rich_sees_a_terminal(buf) is want is Console(file=buf).is_terminal, env
         for k in env:
             monkeypatch.delenv(k)
+
+
+# --- rulekit.cli.plainmarkup against rich itself, on fuzzed markup ---
+
+PIECES = ["[", "]", "\\", "/", "=", "@", "#", ":", " ", "a", "Z", "7", "bold", "red", "[bold]", "[/]", "[/bold]",
+          "[bold red]", "[/red]", "[@click]", "[link=x]", "[#ff0000]", "\\[", "[x", ":smile:", ":warning:",
+          ":0008:", "-emoji:", "-text:", "\t", "\n", "\r", "\x07", "\x08", "\x0b", "\x0c", "\x1b", "漢", "é", "…"]
+markups = st.lists(st.sampled_from(PIECES), max_size=14).map("".join) | st.text(max_size=30)
+
+
+def _console_prints(markup: str, console) -> tuple:
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            console.print(markup)
+    except MarkupError as e:
+        return ("MarkupError", str(e))
+    return ("ok", buf.getvalue())
+
+
+@settings(max_examples=600, deadline=None)
+@given(markups)
+def test_plain_console_prints_what_rich_prints_fuzzed(markup):
+    rich_c = Console(file=None, highlight=False, soft_wrap=True, force_terminal=False)
+    assert _console_prints(markup, attr.PlainConsole()) == _console_prints(markup, rich_c)
+
+
+@settings(max_examples=600, deadline=None)
+@given(markups)
+def test_escape_is_riches_and_escaped_text_prints_as_is(text):
+    assert plainmarkup.escape(text) == escape(text)
+    markup = f"[bold]{plainmarkup.escape(text)}[/] [dim]{plainmarkup.escape(text)}[/]"
+    rich_c = Console(file=None, highlight=False, soft_wrap=True, force_terminal=False)
+    assert _console_prints(markup, attr.PlainConsole()) == _console_prints(markup, rich_c)
+
+
+def test_the_copied_rules_are_riches():
+    import rich.control
+    import rich.markup
+
+    assert plainmarkup.RE_TAGS.pattern == rich.markup.RE_TAGS.pattern
+    assert plainmarkup.RE_TAGS.flags == rich.markup.RE_TAGS.flags
+    assert plainmarkup.STRIP_CONTROL_CODES == tuple(rich.control.STRIP_CONTROL_CODES)

@@ -190,7 +190,10 @@ def test_a_warm_load_runs_plugins_from_cached_bytecode_and_reuses_job_tests(make
     # warm: the plugin still runs (it yields the symptom) but is not compiled; job tests are not parsed
     monkeypatch.setattr(loader_mod, "compile", lambda *a, **k: pytest.fail("compiled a plugin on a warm load"),
                         raising=False)
-    monkeypatch.setattr(loader_mod, "parse_job_tests", lambda *a, **k: pytest.fail("parsed job tests on a warm load"))
+    import rulekit.rules.toml_frontend as toml_mod  # the loader imports it only to parse
+
+    monkeypatch.setattr(toml_mod, "parse_job_tests", lambda *a, **k: pytest.fail("parsed job tests on a warm load"))
+    monkeypatch.setattr(toml_mod, "parse_rules", lambda *a, **k: pytest.fail("parsed a TOML file on a warm load"))
     warm = load_corpus([root])
     assert _full(warm) == _full(cold)
 

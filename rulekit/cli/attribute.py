@@ -82,6 +82,7 @@ def attribute(
     engine = load_engine_or_exit(rules).engine
     batch = [Job.of(d) for d in job_dirs]
     shown = {job: str(d) for job, d in zip(batch, job_dirs)}
+    printer = _InOrder(batch, shown, fmt, explain)
     if len(batch) == 1 and executor == "local":
         bar = _BytesBar(job_dirs[0].name)
         try:
@@ -91,28 +92,71 @@ def attribute(
         if not outcome.ok:
             echo_failure(outcome, shown[batch[0]])
         outcomes = {batch[0]: outcome}
-    else:
+    else:  # results are printed in argument order as they come in, rendered by the workers (json)
         outcomes = run_batch(executor, CorpusSpec.of(rules), batch, shown, engine=engine, scheduler=scheduler,
-                             workers=jobs or None, timeout=timeout or None, with_trace=explain)
+                             workers=jobs or None, timeout=timeout or None, with_trace=explain,
+                             render=json_text if fmt == "json" else None, on_outcome=printer.add)
+    printer.finish(outcomes)
     ordered = [outcomes[job] for job in batch]
     results = [o.as_dict() for o in ordered]
-    if fmt == "json":
-        out = results[0] if len(results) == 1 else results
-        typer.echo(json.dumps(out, indent=2, default=str))
-    else:
-        console = text_console()
-        printed = 0
-        for job, o in zip(batch, ordered):
-            if o.ok:  # a failure was reported once, on stderr
-                if printed:
-                    console.print()
-                render_text(console, o.result, explain, shown[job] if len(batch) > 1 else None)
-                printed += 1
     failed = sum(1 for o in ordered if not o.ok)
     if failed:
         raise typer.Exit(ExitStatus.USAGE if len(batch) == 1 else ExitStatus.FINDINGS)
     if any(n.get("severity") == "error" for r in results for n in (r.get("notes") or [])):
         raise typer.Exit(ExitStatus.FINDINGS)  # attributed, but some evidence could not be read (RK509, RK507)
+
+
+def json_text(result: dict[str, Any]) -> str:
+    """One result as `--format json` prints it (run by the pool's workers: see `_InOrder`)."""
+    return json.dumps(result, indent=2, default=str)
+
+
+class _InOrder:
+    """Prints the results of a batch in argument order, each as soon as it and every job
+    before it are in (`add`, called as outcomes arrive), the rest at `finish`.  The
+    bytes are those of printing the whole list at the end: for json, one result alone
+    is printed as an object, several as a list, each item `json_text` (the workers'
+    rendering, `JobOutcome.text`, when there is one) indented one level, as
+    `json.dumps(list, indent=2)` writes it; for text, each result headed by its
+    directory when there are several, and a failure only on stderr (reported there
+    once, as it finished).  Interrupted midway, the output stops after the last
+    complete result."""
+
+    def __init__(self, batch: list[Job], shown: dict[Job, str], fmt: str, with_trace: bool) -> None:
+        self.batch, self.shown, self.fmt, self.with_trace = batch, shown, fmt, with_trace
+        self.got: dict[Job, Any] = {}
+        self.next = 0
+        self.printed = 0
+        self.console: Any = None
+
+    def add(self, outcome: Any) -> None:
+        self.got.setdefault(outcome.job, outcome)
+        while self.next < len(self.batch) and self.batch[self.next] in self.got:
+            self._print(self.batch[self.next], self.got[self.batch[self.next]])
+            self.next += 1
+
+    def finish(self, outcomes: dict[Job, Any]) -> None:
+        for o in outcomes.values():
+            self.add(o)
+        if self.fmt == "json" and len(self.batch) > 1:
+            sys.stdout.write("\n]\n")
+            sys.stdout.flush()
+
+    def _print(self, job: Job, o: Any) -> None:
+        if self.fmt == "json":
+            text = o.text if o.ok and o.text is not None else json_text(o.as_dict())
+            if len(self.batch) == 1:
+                typer.echo(text)
+                return
+            sys.stdout.write(("[\n  " if self.next == 0 else ",\n  ") + text.replace("\n", "\n  "))
+            sys.stdout.flush()
+        elif o.ok:  # a failure was reported once, on stderr
+            if self.console is None:
+                self.console = text_console()
+            if self.printed:
+                self.console.print()
+            render_text(self.console, o.result, self.with_trace, self.shown[job] if len(self.batch) > 1 else None)
+            self.printed += 1
 
 
 def text_console() -> Any:
@@ -146,20 +190,17 @@ def _rich_sees_a_terminal(file: Any) -> bool:
 
 class PlainConsole:
     """What `Console(highlight=False, soft_wrap=True).print(markup)` writes to a file that
-    is not a terminal: no styles, no wrapping or cropping.  The markup goes through
-    rich's own `rich.markup.render` (tags, `\\[` escapes, `:emoji:` codes, control
-    characters stripped) and tabs are expanded as rich's Text.wrap expands them, so the
-    bytes are the same (`tests/test_cli_attribute.py` compares the two) for ~40 ms less
-    of import.  Writes to the current `sys.stdout` at each call, as the Console does."""
+    is not a terminal: no styles, no wrapping or cropping.  The markup's plain text is
+    `rulekit.cli.plainmarkup`'s (rich's markup rules, without importing rich's text
+    machinery; tabs go through rich's own `rich.markup.render` and are expanded as rich's
+    Text.wrap expands them), so the bytes are the same (`tests/test_cli_text_render.py`
+    compares the two) without importing rich.console, rich.markup or rich.text (~35 ms).
+    Writes to the current `sys.stdout` at each call, as the Console does."""
 
     def print(self, markup: str = "") -> None:
-        from rich.markup import render
+        from rulekit.cli.plainmarkup import plain_lines
 
-        lines = render(markup, emoji=True).split("\n", allow_blank=True)
-        for line in lines:
-            if "\t" in line.plain:
-                line.expand_tabs(8)
-        sys.stdout.write("\n".join(line.plain for line in lines) + "\n")
+        sys.stdout.write("\n".join(plain_lines(markup)) + "\n")
 
 
 _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "application": "bold yellow",
@@ -169,7 +210,7 @@ _OUTCOME_STYLE = {"hardware": "bold red", "network": "bold magenta", "applicatio
 
 def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, job_dir: str | None = None) -> None:
     """One result as text; `job_dir` (several jobs) names the folder in the heading."""
-    from rich.markup import escape
+    from rulekit.cli.plainmarkup import escape  # rich.markup.escape, without importing rich.text
 
     if "error" in r:
         console.print(f"[bold red]{escape(r.get('job_dir', '?'))}: {escape(r['error'])}[/]")

@@ -8,15 +8,15 @@ anything itself.
 """
 from __future__ import annotations
 
-import os
 import sys
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import typer
 
 from rulekit.cli.status import ExitStatus
 
 from rulekit.executors import EXECUTORS, CorpusSpec, ExecutorError, JobOutcome, Task, make_executor
+from rulekit.extract.parallel import usable_cores
 
 EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
@@ -50,24 +50,31 @@ def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None
 
 def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[Task, str], *, engine: Any = None,
               scheduler: str | None = None, workers: int | None = None, timeout: float | None = None,
-              with_trace: bool = False) -> dict[Task, JobOutcome]:
+              with_trace: bool = False, render: Callable[[dict[str, Any]], str] | None = None,
+              on_outcome: Callable[[JobOutcome], None] | None = None) -> dict[Task, JobOutcome]:
     """Run `jobs` on the named executor; every outcome, by job.  Failures are echoed to
-    stderr as they arrive; a progress bar counts jobs when stderr is a terminal."""
+    stderr as they arrive; a progress bar counts jobs when stderr is a terminal.
+    `render` is the executor's (each result rendered where it ran); `on_outcome(o)` is
+    called as each arrives (a caller printing results while the others run), except
+    under the progress bar (stderr a terminal), where output would cut through it."""
     outcomes: dict[Task, JobOutcome] = {}
-    workers = min(workers or os.cpu_count() or 1, max(1, len(set(jobs))))  # no idle local workers
+    workers = min(workers or usable_cores(), max(1, len(set(jobs))))  # no idle local workers
     try:
         ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
     with ex:
+        stream = ex.map(jobs, with_trace=with_trace, render=render)
         if sys.stderr.isatty():
-            _with_bar(ex.map(jobs, with_trace=with_trace), len(set(jobs)), shown, outcomes)
+            _with_bar(stream, len(set(jobs)), shown, outcomes)  # results are printed after the bar
         else:
-            for o in ex.map(jobs, with_trace=with_trace):
+            for o in stream:
                 outcomes[o.job] = o
                 if not o.ok:
                     echo_failure(o, shown.get(o.job, o.job.label))
+                if on_outcome is not None:
+                    on_outcome(o)
     return outcomes
 
 

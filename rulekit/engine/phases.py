@@ -24,7 +24,7 @@ from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAU
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
+from rulekit.extract.linectx import host_of, rank_line_finder, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
     AccumulatorRule,
     EventSpec,
@@ -36,9 +36,11 @@ from rulekit.rules.model import (
 )
 from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes
+from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import TimeCarry, event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
+from rulekit.extract.hitfacts import INHERIT, chunk_facts
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
@@ -139,6 +141,41 @@ REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (r
 GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule, event type, symptom, node) whatever the captures
 
 
+_UNSET = object()
+_NOT_READ = object()  # a line's rank, before anything needed it
+
+
+class _EmitPlan:
+    """What every emit of one extractor shares: its event type, catalog lookup, and the
+    templates that hold no `{capture}` (rendered, and the symptom made canonical, once)."""
+
+    __slots__ = ("rule", "etype", "lookup", "node_t", "node_const", "symptom", "symptom_const", "fields",
+                 "_canonical", "_symptoms")
+
+    def __init__(self, rule: ExtractorRule, canonical: Callable[[str], str]):
+        emit = rule.emit
+        self.rule = rule
+        self.etype = event_type_name(emit.type)
+        self.lookup = rule.lookup
+        self.node_t = emit.node or None  # an empty template: the line's node, as no template
+        self.node_const = self.node_t is not None and "{" not in self.node_t
+        self._canonical = canonical
+        self._symptoms: dict[str, str] = {}
+        self.symptom_const = not emit.symptom or "{" not in emit.symptom
+        self.symptom = (canonical(emit.symptom) if emit.symptom else None) if self.symptom_const else None
+        self.fields = tuple((k, t, "{" not in t) for k, t in emit.fields)
+
+    def symptom_of(self, values: dict[str, Any]) -> "str | None":
+        """The rendered, canonical symptom of a template with captures."""
+        rendered = render(self.rule.emit.symptom, values)
+        if not rendered:
+            return rendered  # "" stays "" (every capture empty), as before
+        got = self._symptoms.get(rendered)
+        if got is None:
+            got = self._symptoms[rendered] = self._canonical(rendered)
+        return got
+
+
 class ExtractionPhase:
     """Runs extractors and accumulators over one observation; returns events added.
 
@@ -169,6 +206,8 @@ class ExtractionPhase:
         self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
         self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
         self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
+        self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
+        self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
 
     def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
         """The line's node and what the line says of itself (rank, uptime, "_ts");
@@ -209,28 +248,8 @@ class ExtractionPhase:
         carry = TimeCarry(self.year)
         scanned = self._scanned(obs, plan)
         try:
-            for chunk, hits in scanned:
-                carry.new_chunk()
-                if active:
-                    active = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-                counted_pos, counted_line = 0, line_base
-                for start, end, idx, caps in hits:
-                    counted_line += chunk.count(b"\n", counted_pos, start)
-                    counted_pos = start
-                    rule = plan.rules[idx]
-                    line = decode_line(chunk[start:end])
-                    if isinstance(rule, AccumulatorRule):
-                        # the carried timestamp is looked up only for a line without its own
-                        acc = self._start_accumulator(rule, obs, line, caps, counted_line, oc,
-                                                      partial(carry.before, chunk, start))
-                        if acc is not None and not acc.feed_chunk(chunk, end + 1, self):
-                            active.append(acc)
-                        carry.saw(acc.ts if acc is not None else None, end)
-                        continue
-                    carry.saw(self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start), end)
-                line_base = counted_line + chunk.count(b"\n", counted_pos)
-                if progress:
-                    progress(len(chunk))
+            with fewer_collections():
+                self._extract(obs, plan, scanned, oc, line_base, active, carry, progress)
         finally:
             scanned.close()  # worker processes end here, even on an error or a timeout
         for acc in active:
@@ -242,48 +261,107 @@ class ExtractionPhase:
         self.manager.flush()
         return self.added - before
 
-    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list]]:
-        """(chunk, hits) in file order: a large log file is scanned by worker
-        processes (`rulekit.extract.parallel`), anything else here; the same chunks
-        and hits either way, so what follows cannot tell them apart."""
+    def _extract(self, obs: Observation, plan: ScanPlan, scanned: Iterator[tuple[bytes, list, Any]], oc: int,
+                 line_base: int, active: list["_ActiveAccumulator"], carry: TimeCarry,
+                 progress: Callable[[int], None] | None) -> None:
+        """The per-hit loop of `apply` (accumulators still running stay in `active`).
+        A chunk from the workers comes with its hits' facts (`hitfacts.chunk_facts`):
+        then nothing is read here but the carried timestamp a chunk inherits."""
+        inherited = None  # with facts: the carried timestamp where the chunk starts
+        for chunk, hits, got in scanned:
+            carry.new_chunk()
+            if active:
+                active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+            facts, after = got if got is not None else (None, INHERIT)
+            counted_pos, counted_line = 0, line_base
+            for k, (start, end, idx, caps) in enumerate(hits):
+                counted_line += chunk.count(b"\n", counted_pos, start)
+                counted_pos = start
+                rule = plan.rules[idx]
+                line = decode_line(chunk[start:end])
+                f = None
+                if facts is not None:
+                    f = facts[k]
+                    if f[3] is INHERIT:
+                        f = (f[0], f[1], f[2], inherited)
+                if isinstance(rule, AccumulatorRule):
+                    # the carried timestamp is looked up only for a line without its own
+                    ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
+                                                 f or partial(carry.before, chunk, start))
+                else:
+                    ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f)
+                if f is None:
+                    carry.saw(ts, end)
+            if after is not INHERIT:
+                inherited = after
+            line_base = counted_line + chunk.count(b"\n", counted_pos)
+            if progress:
+                progress(len(chunk))
+
+    def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list, Any]]:
+        """(chunk, hits, facts) in file order: a large log file is scanned by worker
+        processes (`rulekit.extract.parallel`), which also read each hit's facts
+        (`hitfacts.chunk_facts`), anything else here (facts None: read lazily, per
+        hit); the same chunks, hits and facts either way."""
         size = self.chunk_size
         if not plan.rules:
-            return ((chunk, []) for chunk in obs.chunks(size))
+            return ((chunk, [], None) for chunk in obs.chunks(size))
         workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
         if workers:
-            return parallel_scan(obs.path, plan.scanner, workers, size)
+            return parallel_scan(obs.path, plan.scanner, workers, size, partial(chunk_facts, year=self.year))
         scan = plan.scanner.scan
-        return ((chunk, scan(chunk)) for chunk in obs.chunks(size))
+        return ((chunk, scan(chunk), None) for chunk in obs.chunks(size))
+
+    def _plan(self, rule: ExtractorRule) -> "_EmitPlan":
+        plan = self._plans.get(rule.name)
+        if plan is None or plan.rule is not rule:
+            plan = self._plans[rule.name] = _EmitPlan(rule, self.engine.registry.canonical)
+        return plan
+
+    def _canonical_node(self, name: str) -> str | None:
+        """`config.canonical_node`, remembered per printed name (the config is fixed for a phase)."""
+        got = self._nodes.get(name, _UNSET)
+        if got is _UNSET:
+            got = self._nodes[name] = self.engine.config.canonical_node(name)
+        return got  # type: ignore[return-value]
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
-              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0) -> str | None:
-        """Add the rule's event for one line; returns the line's own timestamp (None
-        for a repeat beyond the cap).  What only a stored event shows (uptime, the
-        rendered fields, the carried timestamp) is computed only for one that is stored."""
-        ts, uptime = timestamp_of(line, self.year)
-        rank = rank_of(line)
-        emit = rule.emit
-        values: dict[str, Any] = dict(rule.lookup)
-        for k, v in caps.items():
-            if v is not None:
-                values[k] = v
-        node = None
-        if emit.node:
-            rendered = render(emit.node, values)
+              carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0,
+              facts: tuple | None = None) -> str | None:
+        """Add the rule's event for one line (or count it, beyond the caps); returns the
+        line's own timestamp.  What only a stored event shows (uptime, the
+        rendered fields, the carried timestamp) is computed only for one that is stored;
+        what is the same for every line of a rule (event type, constant templates and
+        their canonical names) is computed once (`_EmitPlan`)."""
+        if facts is None:
+            ts, uptime = timestamp_of(line, self.year)
+            rank = carried = _NOT_READ
+        else:
+            ts, uptime, rank, carried = facts
+        plan = self._plan(rule)
+        if plan.lookup or None in caps.values():
+            values: dict[str, Any] = dict(plan.lookup)
+            for k, v in caps.items():
+                if v is not None:
+                    values[k] = v
+        else:
+            values = caps  # read only below
+        node = rendered = None
+        if plan.node_t is not None:
+            rendered = plan.node_t if plan.node_const else render(plan.node_t, values)
             if rendered:
-                node = self.engine.config.canonical_node(rendered)
-        if node is None and not (emit.node and rendered):
+                node = self._canonical_node(rendered)
+        if node is None and not rendered:
+            rank = rank_of(line)
             node = self._node_of(obs, line, rank)
-        symptom = render(emit.symptom, values) if emit.symptom else None
-        if symptom:
-            symptom = self.engine.registry.canonical(symptom)
-        etype = event_type_name(emit.type)
+        symptom = plan.symptom if plan.symptom_const else plan.symptom_of(values)
+        etype = plan.etype
         group = (rule.name, etype, symptom, node)
         key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)
         if kept >= self.repeat_cap or in_group >= self.group_cap:
-            if ts is None and carry is not None:
+            if ts is None and carry is not None and facts is None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
             agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
             if agg is None:
@@ -291,15 +369,17 @@ class ExtractionPhase:
             else:
                 agg[0] += 1
                 agg[2], agg[3] = line_num, ts or agg[3]
-            return None
+            return ts  # a stamped line is the nearest earlier stamped line for what follows, stored or not
         self._kept[key] = kept + 1
         self._group_kept[group] = in_group + 1
         fields = dict(values)
-        for k, t in emit.fields:
-            fields[k] = render(t, values)
-        _line_facts(fields, rank, uptime, obs)
-        if ts is None and carry is not None:
-            c = carry.before(chunk, start)
+        for k, t, const in plan.fields:
+            fields[k] = t if const else render(t, values)
+        if rank is _NOT_READ:
+            rank = rank_of(line)
+        _line_facts(fields, rank, uptime, obs)  # type: ignore[arg-type]
+        if ts is None:
+            c = carried if carried is not _NOT_READ else carry.before(chunk, start) if carry is not None else None
             if c:
                 fields["carried_ts"] = c
         m = self.manager
@@ -308,17 +388,31 @@ class ExtractionPhase:
         return ts
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
-                           oc: int, carried: Callable[[], str | None] | None = None) -> "_ActiveAccumulator | None":
-        node, extra = self.resolve_node(obs, line)
-        ctx = AccumulatorContext(rule.name, obs.source, node, extra.get("rank"), line_num, self.job)
-        acc = _ActiveAccumulator(rule, obs, ctx, oc, extra.get("rank"), line_num, extra.get("_ts"), line)
-        acc.carried = carried() if carried is not None and acc.ts is None else None
+                           oc: int, active: list["_ActiveAccumulator"], chunk: bytes, end: int,
+                           facts: "tuple | Callable[[], str | None]") -> str | None:
+        """Start an accumulator on its trigger line and feed it the rest of the chunk
+        (still running: appended to `active`); returns the line's own timestamp.
+        `facts`: the line's (timestamp, uptime, rank, carried), or a function giving
+        the carried timestamp (looked up only for a line without its own)."""
+        if callable(facts):
+            node, extra = self.resolve_node(obs, line)
+            ts, rank = extra.get("_ts"), extra.get("rank")
+            carried = facts() if ts is None else None
+        else:
+            ts, uptime, rank, carried = facts
+            extra = _line_facts({}, rank, uptime, obs)
+            node = self._node_of(obs, line, rank)
+        ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
+        acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
+        acc.carried = carried
         try:
             acc.instance = rule.factory(ctx, line, caps)
         except Exception as e:  # the rule's bug: reported, the line is skipped
             self.errors.append(rule_error(rule.name, e))
-            return None
-        return acc
+            return ts
+        if not acc.feed_chunk(chunk, end + 1, self):
+            active.append(acc)
+        return ts
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
                  ts: str | None, datum: str) -> None:
@@ -353,15 +447,22 @@ class _ActiveAccumulator:
         self.carried: str | None = None
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
-        """Feed lines from `pos`; True when finished (opted out or max_lines)."""
+        """Feed lines from `pos`; True when finished (opted out or max_lines).  With a
+        rank, only lines of that rank or of none are fed: one regex search finds the
+        next such line (`rank_line_finder`), so another rank's lines cost nothing here."""
         n = len(chunk)
+        find = rank_line_finder(self.rank) if self.rank is not None else None
         while pos < n and not self.done:
+            if find is not None:
+                pos = find(chunk, pos)
+                if pos < 0 or pos >= n:  # (the empty "line" after a last newline is none)
+                    return self.done
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
             raw = chunk[pos:end]
             pos = end + 1
-            if self.rank is not None:
-                r = rank_of_raw(raw)  # another rank's line is skipped before it is decoded
+            if find is not None and not raw.isascii():
+                r = rank_of_raw(raw)  # a non-ASCII prefix: the str pattern decides
                 if r is not None and r != self.rank:
                     continue
             line = decode_line(raw)

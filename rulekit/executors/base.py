@@ -6,7 +6,10 @@ are in flight at once), runs each under the per-task timeout and yields one
 `JobOutcome` per distinct job key as it finishes.  A job that fails (bad input,
 unreadable file, timeout, a lost worker that could not be replaced) is an
 outcome with `error` set; the batch goes on.  Workers build the compiled corpus
-once per process (`engine_for`), never once per task.
+once per process (`engine_for`), never once per task.  `map(jobs, render=f)`
+also has each result rendered where it ran (`f(result) -> str`, a module-level
+function: it is pickled by reference), in `JobOutcome.text`: the caller's
+rendering then runs on the workers, in parallel, instead of after them.
 
 Must not print, import an execution engine (Dask lives in `executors.dask`) or
 import `cli`.
@@ -25,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
+from rulekit.extract.parallel import usable_cores
 
 STUCK_GRACE = 10.0  # seconds a timed-out task may take to unwind before its worker is ended
 SCAN_SOURCES = (("applog", "text"), ("syslog", "text"), ("scheduler", "slurm"))
@@ -137,6 +141,7 @@ class JobOutcome:
     seconds: float = 0.0
     worker: str = field(default="", compare=False)
     cpu: float = field(default=0.0, compare=False)  # CPU seconds of the thread that ran it (load does not stretch it)
+    text: str | None = field(default=None, compare=False)  # render(result), when map() was given `render`
 
     @property
     def ok(self) -> bool:
@@ -162,17 +167,43 @@ def describe_error(e: BaseException) -> str:
 
 def run_job(engine: Any, job: Task, with_trace: bool = False, timeout: float | None = None,
             worker: str = "", progress: Callable[[int], None] | None = None,
-            stuck: Callable[[], None] | None = None, grace: float = STUCK_GRACE) -> JobOutcome:
+            stuck: Callable[[], None] | None = None, grace: float = STUCK_GRACE,
+            render: Callable[[dict[str, Any]], str] | None = None) -> JobOutcome:
     """Attribute one job attempt under the time limit; every failure becomes the outcome's error.
-    `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`."""
+    `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`;
+    `render(result)`, when given, fills the outcome's `text` (not timed: it is the caller's work)."""
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
         result = call_with_deadline(lambda: job.run(engine, with_trace, progress), timeout, stuck, grace=grace)
-        return JobOutcome(job, result=result, seconds=time.perf_counter() - t0, worker=worker,
-                          cpu=time.thread_time() - c0)
+        seconds, cpu = time.perf_counter() - t0, time.thread_time() - c0
+        return JobOutcome(job, result=result, seconds=seconds, worker=worker, cpu=cpu,
+                          text=render(result) if render is not None else None)
     except (Exception, JobTimeout) as e:  # the batch goes on: a job's failure is data
         return JobOutcome(job, error=describe_error(e), seconds=time.perf_counter() - t0, worker=worker,
                           cpu=time.thread_time() - c0)
+
+
+def job_weight(job: Task) -> int:
+    """How much work a job attempt is, for dispatching the largest first: the bytes of a
+    `Job`'s files (its directory and the folders in it, not deeper); a `Task` may say
+    with a `weight` attribute; otherwise 0.  Never raises (a missing folder weighs 0)."""
+    weight = getattr(job, "weight", None)
+    if isinstance(weight, int):
+        return weight
+    if not isinstance(job, Job):
+        return 0
+    total = 0
+    try:
+        with os.scandir(job.job_dir) as top:
+            for entry in top:
+                if entry.is_file():
+                    total += entry.stat().st_size
+                elif entry.is_dir():
+                    with os.scandir(entry.path) as sub:
+                        total += sum(e.stat().st_size for e in sub if e.is_file())
+    except OSError:
+        pass
+    return total
 
 
 class Executor(ABC):
@@ -187,7 +218,7 @@ class Executor(ABC):
     def __init__(self, corpus: CorpusSpec, *, workers: int | None = None, timeout: float | None = None,
                  max_in_flight: int | None = None) -> None:
         self.corpus = corpus
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or usable_cores()
         self.timeout = timeout
         self.max_in_flight = max_in_flight
 
@@ -195,8 +226,10 @@ class Executor(ABC):
         return max(1, self.max_in_flight or 8 + 4 * max(1, slots))
 
     @abstractmethod
-    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
-        """One outcome per distinct job (`Job`, or any `Task`), in the order they finish."""
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False,
+            render: Callable[[dict[str, Any]], str] | None = None) -> Iterator[JobOutcome]:
+        """One outcome per distinct job (`Job`, or any `Task`), in the order they finish;
+        with `render`, each result also rendered where it ran (`JobOutcome.text`)."""
 
     def close(self) -> None:
         """Release workers (a cluster this executor started is shut down)."""

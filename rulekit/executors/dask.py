@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from rulekit.executors.base import (
     STUCK_GRACE,
@@ -70,7 +70,8 @@ def corpus_status(spec: CorpusSpec) -> str | None:
 
 
 def attribute_chunk(jobs: list[Task], spec: CorpusSpec, with_trace: bool = False, timeout: float | None = None,
-                    grace: float = STUCK_GRACE) -> list[JobOutcome]:
+                    grace: float = STUCK_GRACE, render: Callable[[dict[str, Any]], str] | None = None
+                    ) -> list[JobOutcome]:
     """One task on a worker: its job attempts one after another, each under the time limit."""
     try:
         where = get_worker().address
@@ -81,8 +82,8 @@ def attribute_chunk(jobs: list[Task], spec: CorpusSpec, with_trace: bool = False
     except Exception as e:
         error = f"corpus could not be built on worker {where}: {describe_error(e)}"
         return [JobOutcome(job, error=error, worker=where) for job in jobs]
-    return [run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace)
-            for job in jobs]
+    return [run_job(engine, job, with_trace, timeout, worker=where, stuck=end_stuck_worker, grace=grace,
+                    render=render) for job in jobs]
 
 
 STUCK_EXIT = 70
@@ -172,10 +173,13 @@ class DaskExecutor(Executor):
         by_wall = CHUNK_MAX_WALL_S / max(mean_seconds, 1e-4)
         return max(1, min(MAX_CHUNK, int(min(by_cpu, by_wall))))
 
-    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False,
+            render: Callable[[dict[str, Any]], str] | None = None) -> Iterator[JobOutcome]:
         source = iter(jobs)
         window = self.window(self.slots())  # tasks in flight (each up to chunk_size() jobs)
         options = f"trace={with_trace};corpus={self.corpus.key}"
+        if render is not None:  # the same attempt rendered otherwise is another task
+            options += f";render={getattr(render, '__module__', '')}.{getattr(render, '__qualname__', repr(render))}"
         seen: set[str] = set()
         inflight: dict[str, list[Task]] = {}
         alone: list[tuple[str, Task]] = []  # the jobs of a lost chunk: each again, in a task of its own
@@ -213,7 +217,8 @@ class DaskExecutor(Executor):
                 self.tasks_submitted += len(groups)
                 self.jobs_submitted += sum(len(g) for g in groups)
                 ac.update(self.client.map(attribute_chunk, groups, key=keys, pure=False, spec=self.corpus,
-                                          with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace))
+                                          with_trace=with_trace, timeout=self.timeout, grace=self.stuck_grace,
+                                          render=render))
 
         refill()
         for batch in ac.batches():

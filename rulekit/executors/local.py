@@ -2,19 +2,29 @@
 
 With one worker, jobs run here, in this process (the `-j 1` baseline).  With
 several, a `ProcessPoolExecutor`: where processes fork, the corpus and its scan
-plans are built once in this process and inherited by every worker; elsewhere
-each worker builds it once (`engine_for`).  At most `max_in_flight` jobs are
-submitted at a time.  A worker process that dies takes only its in-flight
-jobs with it: the pool is replaced and those jobs run again (up to `retries`
-times, then recorded as failed).  Must not print.
+plans are built once in this process and inherited by every worker (all forked
+at once, with the garbage collector's view of the inherited heap frozen, so a
+worker's collections neither walk nor copy it); elsewhere each worker builds it
+once (`engine_for`).  Jobs go out largest first (`job_weight`) among the next
+`max_in_flight` read from the batch, so a big job is not the one left running
+alone at the end.  When the workers fill the usable cores, they scan each log
+serially (unless the engine's `scan_workers` option says otherwise): chunk
+workers would only queue behind the other jobs.  A worker process that dies
+takes only its in-flight jobs with it: the pool is replaced and those jobs run
+again (up to `retries` times, then recorded as failed).  When no worker can be
+forked at all (process limits, memory), the jobs run here, one by one.  Must not
+print.
 """
 from __future__ import annotations
 
+import gc
+import heapq
+import itertools
 import multiprocessing
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from rulekit.executors.base import (
     CorpusSpec,
@@ -23,16 +33,21 @@ from rulekit.executors.base import (
     Task,
     adopt_engine,
     engine_for,
+    job_weight,
     run_job,
 )
+from rulekit.extract.parallel import usable_cores
 
 
-def _init_worker(spec: CorpusSpec) -> None:
-    engine_for(spec)
+def _init_worker(spec: CorpusSpec, serial_scan: bool) -> None:
+    engine = engine_for(spec)  # forked: the inherited engine; otherwise built here, once
+    if serial_scan and getattr(engine, "options", None) is not None and engine.options.scan_workers is None:
+        engine.options = engine.options.with_(scan_workers=0)  # this process's copy only
 
 
-def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None) -> JobOutcome:
-    return run_job(engine_for(spec), job, with_trace, timeout, worker=f"pid {os.getpid()}")
+def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None,
+               render: Callable[[dict[str, Any]], str] | None) -> JobOutcome:
+    return run_job(engine_for(spec), job, with_trace, timeout, worker=f"pid {os.getpid()}", render=render)
 
 
 class LocalExecutor(Executor):
@@ -51,58 +66,101 @@ class LocalExecutor(Executor):
         return self.engine
 
     def _new_pool(self) -> ProcessPoolExecutor:
+        """A pool whose workers are not started yet (they fork on the first submit)."""
+        serial_scan = self.workers >= usable_cores()
         try:
             ctx = multiprocessing.get_context("fork")
         except ValueError:
             ctx = None
         if ctx is not None:
             adopt_engine(self.corpus, self._engine())  # built once, here; the forked workers inherit it
-            return ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
-        return ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker, initargs=(self.corpus,))
+            return ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
+                                       initargs=(self.corpus, serial_scan))
+        return ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
+                                   initargs=(self.corpus, serial_scan))
 
-    def map(self, jobs: Iterable[Task], *, with_trace: bool = False) -> Iterator[JobOutcome]:
+    def map(self, jobs: Iterable[Task], *, with_trace: bool = False,
+            render: Callable[[dict[str, Any]], str] | None = None) -> Iterator[JobOutcome]:
         if self.workers <= 1:
-            yield from self._map_here(jobs, with_trace)
+            yield from self._map_here(jobs, with_trace, render)
         else:
-            yield from self._map_pool(jobs, with_trace)
+            yield from self._map_pool(jobs, with_trace, render)
 
-    def _map_here(self, jobs: Iterable[Task], with_trace: bool) -> Iterator[JobOutcome]:
+    def _map_here(self, jobs: Iterable[Task], with_trace: bool,
+                  render: Callable[[dict[str, Any]], str] | None) -> Iterator[JobOutcome]:
         engine = self._engine()
         seen: set[Task] = set()
         for job in jobs:
             if job not in seen:
                 seen.add(job)
-                yield run_job(engine, job, with_trace, self.timeout, worker="in process")
+                yield run_job(engine, job, with_trace, self.timeout, worker="in process", render=render)
 
-    def _map_pool(self, jobs: Iterable[Task], with_trace: bool) -> Iterator[JobOutcome]:
+    def _map_pool(self, jobs: Iterable[Task], with_trace: bool,
+                  render: Callable[[dict[str, Any]], str] | None) -> Iterator[JobOutcome]:
         source = iter(jobs)
         window = self.window(self.workers)
         seen: set[Task] = set()
         inflight: dict[Future, Task] = {}
         retry: list[Task] = []
         tries: dict[Task, int] = {}
+        ready: list[tuple[int, int, Task]] = []  # read from the batch, not submitted: (-weight, order, job)
+        order = itertools.count()
         exhausted = False
 
         def submit(job: Task) -> None:
             assert self._pool is not None
-            inflight[self._pool.submit(_pool_task, self.corpus, job, with_trace, self.timeout)] = job
+            try:
+                fut = self._pool.submit(_pool_task, self.corpus, job, with_trace, self.timeout, render)
+            except BaseException:  # not submitted (the workers could not fork): keep it
+                heapq.heappush(ready, (-job_weight(job), next(order), job))
+                raise
+            inflight[fut] = job
 
-        def refill() -> None:
+        def read_ahead() -> None:
+            """Read the batch until `window` jobs are in flight or ready (or it ends)."""
             nonlocal exhausted
-            while len(inflight) < window and (retry or not exhausted):
-                if retry:
-                    submit(retry.pop())
-                    continue
+            while not exhausted and len(inflight) + len(ready) < window:
                 job = next(source, None)
                 if job is None:
                     exhausted = True
                 elif job not in seen:
                     seen.add(job)
-                    submit(job)
+                    heapq.heappush(ready, (-job_weight(job), next(order), job))
 
-        self._pool = self._new_pool()
+        def refill() -> None:
+            read_ahead()
+            while len(inflight) < window and (retry or ready):
+                submit(retry.pop() if retry else heapq.heappop(ready)[2])
+
+        def start() -> None:
+            # the workers fork on the first submit: freeze the collector's view of this
+            # heap around it, so their collections neither walk nor copy what they inherit
+            gc.freeze()
+            try:
+                self._pool = self._new_pool()
+                refill()
+            finally:
+                gc.unfreeze()
+
+        def abandon() -> None:
+            """The pool could not start: end any worker that did fork (it would wait for work forever)."""
+            pool, self._pool = self._pool, None
+            if pool is not None:
+                for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                    proc.terminate()
+                pool.shutdown(wait=True, cancel_futures=True)
+
+        def left() -> Iterator[Task]:
+            yield from [*inflight.values(), *reversed(retry), *(job for _w, _o, job in sorted(ready))]
+            yield from (job for job in source if job not in seen)
+
         try:
-            refill()
+            start()
+        except OSError:  # no processes to be had (limits, memory): the jobs run here, one by one
+            abandon()
+            yield from self._map_here(left(), with_trace, render)
+            return
+        try:
             while inflight:
                 done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
                 broken = False
@@ -122,9 +180,16 @@ class LocalExecutor(Executor):
                 if broken:  # a dead worker breaks the whole pool: replace it, re-run what was in flight
                     retry.extend(inflight.values())
                     inflight.clear()
+                    assert self._pool is not None
                     self._pool.shutdown(wait=True, cancel_futures=True)
-                    self._pool = self._new_pool()
-                refill()
+                    try:
+                        start()
+                    except OSError:
+                        abandon()
+                        yield from self._map_here(left(), with_trace, render)
+                        return
+                else:
+                    refill()
         finally:
             self.close()
 

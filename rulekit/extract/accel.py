@@ -311,36 +311,51 @@ class Accelerator:
             self._hs_lines(buf, per_line, line_end)
         if self._gate is not None:
             self._gate_lines(buf, per_line, line_end)
-        hits = []
-        compiled = self.compiled
-        twins = self.compiled_ascii
-        named = self._named
-        for ls in sorted(per_line):
+        # Candidates are confirmed pattern by pattern, not line by line: one pattern's RE2
+        # state stays in the CPU caches across its lines (line order, switching among
+        # hundreds of patterns, is ~3x slower a search), then the hits are put back in
+        # (line, pattern) order.
+        work: list[tuple[int, int, int, int]] = []  # (pattern, line start, line end, end reported)
+        for ls in per_line:
             if orig is not None and ls > 0 and orig[ls - 1] == 13:
                 continue  # phantom line of a CRLF rewrite
-            le = line_end[ls]
             cands = per_line[ls]
             if allowed is not None:
                 cands = cands & allowed
             if not cands:
                 continue
+            le = line_end[ls]
+            end = le + 1 if orig is not None and le < n and orig[le] == 13 else le
+            for i in cands:
+                work.append((i, ls, le, end))
+        work.sort()
+        hits = []
+        compiled = self.compiled
+        twins = self.compiled_ascii
+        named = self._named
+        texts: dict[int, str] = {}  # line start -> decoded text (non-ASCII lines, and lines without a twin)
+        last = -1
+        for i, ls, le, end in work:
+            if i != last:
+                last = i
+                twin, rx, has_names = twins[i], compiled[i], named[i]
             raw = buf[ls:le]
-            text = None if raw.isascii() else raw.decode("utf-8", "replace")
-            if orig is not None and le < n and orig[le] == 13:
-                le += 1
-            for i in sorted(cands):
-                twin = twins[i]
-                if text is None and twin is not None:
+            if twin is not None and raw.isascii():
+                if has_names:
                     m = twin.search(raw)
                     if m is not None:
-                        hits.append((ls, le, i, {k: (v.decode("ascii") if v is not None else None)
-                                                 for k, v in m.groupdict().items()} if named[i] else {}))
-                    continue
-                if text is None:
-                    text = raw.decode("ascii")
-                m = compiled[i].search(text)
-                if m is not None:
-                    hits.append((ls, le, i, m.groupdict()))
+                        hits.append((ls, end, i, {k: (v.decode("ascii") if v is not None else None)
+                                                  for k, v in m.groupdict().items()}))
+                elif twin.contains(raw):  # no captures wanted: RE2 need not find the groups
+                    hits.append((ls, end, i, {}))
+                continue
+            text = texts.get(ls)
+            if text is None:
+                text = texts[ls] = raw.decode("utf-8", "replace")
+            m = rx.search(text)
+            if m is not None:
+                hits.append((ls, end, i, m.groupdict()))
+        hits.sort(key=_line_then_pattern)
         return hits
 
     def _gate_lines(self, buf: bytes, per_line, line_end) -> None:
@@ -417,6 +432,10 @@ class Accelerator:
                     cands = per_line[cur_ls] = set()
                     line_end[cur_ls] = cur_le
             cands.add(rid)
+
+
+def _line_then_pattern(hit: tuple) -> tuple[int, int]:
+    return hit[0], hit[2]
 
 
 def _hs_cache_path(exprs, flags, base: Any = _FROM_ENV):

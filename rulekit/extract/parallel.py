@@ -6,7 +6,10 @@ Scanning a chunk is a pure function of its bytes, so a worker's hits are the
 hits the serial loop would find in the same chunk; everything stateful (line
 numbers, carried timestamps, accumulators, the repeat cap) stays with the
 caller, which consumes `(chunk, hits)` in order exactly as it consumes
-`(chunk, scanner.scan(chunk))` serially.  Workers are forked once per file
+`(chunk, scanner.scan(chunk))` serially.  `annotate(chunk, hits)`, a pure
+function too (extraction passes `hitfacts.chunk_facts`: each hit's timestamp,
+rank, carried timestamp), runs in the worker after the scan and travels back
+with the hits.  Workers are forked once per file
 (they inherit the compiled scanner; nothing is pickled but the hits), read
 their chunk from the file themselves, and are all gone when the iterator is
 closed or exhausted.  Used only where forking is safe: a single-threaded,
@@ -26,7 +29,7 @@ import multiprocessing
 import os
 import threading
 from collections import deque
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from rulekit.extract.scan import CHUNK_SIZE, Hit, Scanner, iter_chunks
 
@@ -34,6 +37,7 @@ PARALLEL_MIN_BYTES = 48 << 20  # below this a worker's start (its scanner warmin
 MAX_WORKERS = 4
 
 _SCANNER: Scanner | None = None  # what the forked workers scan with (set just before they fork)
+_ANNOTATE: Callable[[bytes, list], Any] | None = None  # and what they add to each chunk's hits
 
 
 def usable_cores() -> int:
@@ -75,23 +79,25 @@ def _worker_init() -> None:
     gc.disable()  # a worker only scans: no cycles to collect, and the parent's heap stays shared
 
 
-def _scan_span(path: str, offset: int, length: int) -> tuple[int, list[Hit]]:
+def _scan_span(path: str, offset: int, length: int) -> tuple[int, list[Hit], Any]:
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read(length)
     assert _SCANNER is not None
-    return len(data), _SCANNER.scan(data)
+    hits = _SCANNER.scan(data)
+    return len(data), hits, _ANNOTATE(data, hits) if _ANNOTATE is not None else None
 
 
-def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
-                  size: int = CHUNK_SIZE) -> Iterator[tuple[bytes, list[Hit]]]:
-    """(chunk, hits) for every chunk of the file, in order, hits found by `workers`
-    forked processes.  A chunk a worker read at another length (the file was
-    truncated or rewritten under us) is scanned again here; no processes to be had
-    (OSError) means scanning here."""
-    global _SCANNER
+def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size: int = CHUNK_SIZE,
+                  annotate: Callable[[bytes, list], Any] | None = None) -> Iterator[tuple[bytes, list[Hit], Any]]:
+    """(chunk, hits, annotate(chunk, hits)) for every chunk of the file, in order,
+    found by `workers` forked processes (the last item is None without `annotate`).
+    A chunk a worker read at another length (the file was truncated or rewritten
+    under us) is scanned again here; no processes to be had (OSError) means
+    scanning here."""
+    global _SCANNER, _ANNOTATE
     path = os.fspath(path)
-    _SCANNER = scanner
+    _SCANNER, _ANNOTATE = scanner, annotate
     gc.freeze()  # objects alive now are not collected in the children (nor copied by a collection)
     pool: Any = None
     try:
@@ -101,10 +107,10 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
     finally:
         gc.unfreeze()
     if pool is None:
-        _SCANNER = None
+        _SCANNER = _ANNOTATE = None
         with open(path, "rb") as f:
             for chunk in iter_chunks(f, size):
-                yield chunk, scanner.scan(chunk)
+                yield _here(chunk, scanner, annotate)
         return
     window = 2 * workers  # chunks in flight: a few MiB each
     pending: deque = deque()
@@ -116,12 +122,12 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
                 pending.append((chunk, pool.apply_async(_scan_span, (path, offset, len(chunk)))))
                 offset += len(chunk)
                 while len(pending) > window:
-                    yield _result(*pending.popleft(), scanner)
+                    yield _result(*pending.popleft(), scanner, annotate)
             while pending:
-                yield _result(*pending.popleft(), scanner)
+                yield _result(*pending.popleft(), scanner, annotate)
         done = True
     finally:
-        _SCANNER = None
+        _SCANNER = _ANNOTATE = None
         if done:
             pool.close()
         else:  # abandoned (an error, a timeout): do not wait for queued chunks
@@ -129,8 +135,14 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int,
         pool.join()
 
 
-def _result(chunk: bytes, res: Any, scanner: Scanner) -> tuple[bytes, list[Hit]]:
-    n, hits = res.get()
+def _here(chunk: bytes, scanner: Scanner, annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
+    hits = scanner.scan(chunk)
+    return chunk, hits, annotate(chunk, hits) if annotate is not None else None
+
+
+def _result(chunk: bytes, res: Any, scanner: Scanner,
+            annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
+    n, hits, extra = res.get()
     if n != len(chunk):
-        return chunk, scanner.scan(chunk)
-    return chunk, hits
+        return _here(chunk, scanner, annotate)
+    return chunk, hits, extra

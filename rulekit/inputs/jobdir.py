@@ -9,7 +9,9 @@ unreadable log is an RK509 error and is left out (the job is still attributed),
 folders named like logs, FIFOs and symlink loops are skipped and binary logs
 ingested, each with an RK510 note.  Files are not read here beyond job.toml,
 observations.jsonl, fr/ (dumps are validated and packed here) and the first
-bytes of each log: logs are streamed by extraction.
+bytes of each log: logs are streamed by extraction.  What only some jobs need is
+imported when they do: pydantic (a metric record, a job record the plain reader
+declines) and the TOML locator (an error in job.toml).
 """
 from __future__ import annotations
 
@@ -18,19 +20,19 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Callable
 
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.entries import check_record_file, inspect_entry
-from rulekit.inputs.jobinfo import JobInfo
-from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
-from rulekit.inputs.metrics import MetricRecord, MetricSeries
 from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
                                             read_dump_file)
+from rulekit.inputs.jobinfo import JobInfo
+from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
+from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
-from rulekit.rules.toml_frontend import Locator, toml_error_span
+
+if TYPE_CHECKING:
+    from rulekit.rules.toml_frontend import Locator
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
 KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
@@ -73,10 +75,12 @@ def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobIn
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
+            from rulekit.rules.toml_frontend import toml_error_span
+
             raise _bad(path, f"job.toml is not valid TOML: {e}", toml_error_span(e, text, str(path))) from None
-    loc = Locator(text, str(path))
     job = data.get("job", {})
     if not isinstance(job, dict):
+        loc = _locator(text, path)
         raise _bad(path, "`job` must be a table: write `[job]`", loc.key(loc.top(), "job"))
     record: dict[str, Any] = dict(job)
     record.setdefault("id", default_id)
@@ -85,11 +89,12 @@ def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobIn
         if table in data:
             if table in job:
                 raise _bad(path, f"`{table}` is given twice (in [job] and as [{table}])",
-                           _span_of(loc, (table,), in_job=False))
+                           _span_of(_locator(text, path), (table,), in_job=False))
             record[table] = data[table]
     try:
         return parse_job_record(record)
     except JobRecordError as e:
+        loc = _locator(text, path)
         diags = []
         for where, msg in e.problems:
             m = _RANK_MSG.match(msg)
@@ -99,6 +104,13 @@ def read_job_toml(path: Path, default_id: str, syslog_nodes: list[str]) -> JobIn
             diags.append(Diagnostic("RK502", f"`{_dotted(where[:1] if m else where)}`: {msg}" if where else msg,
                                     _span_of(loc, where, in_job=in_job)))
         raise RulekitError(diags) from None
+
+
+def _locator(text: str, path: Path) -> Locator:
+    """Where job.toml's keys are: only an error needs it."""
+    from rulekit.rules.toml_frontend import Locator
+
+    return Locator(text, str(path))
 
 
 def _dotted(loc: tuple) -> str:
@@ -280,6 +292,10 @@ def _other_kind(rec: dict, path: Path, n: int, metrics: list[MetricSeries] | Non
         return [Diagnostic("RK503", f"unknown observation kind {str(rec.get('kind'))[:40]!r}; "
                            "known: log, metric, flight_recorder",
                            Span(str(path), n, 1))]
+    from pydantic import ValidationError  # pydantic only for a job with metric records
+
+    from rulekit.inputs.metrics_model import MetricRecord
+
     try:
         series = MetricRecord.model_validate(rec).to_series()
     except ValidationError as e:

@@ -1,12 +1,13 @@
 """The one job-record schema: what a job record may hold, wherever it comes from.
 
-`JobRecord` (pydantic) is read by the CLI's `job.toml` reader
-(`rulekit.inputs.jobdir`), the Service's payload (`rulekit.service.schema`) and
-job-level test cases, so all of them accept and reject exactly the same
-records.  `parse_job_record(mapping)` returns a `JobInfo` or raises
-`JobRecordError`, whose `problems` are `(loc, msg)` pairs: `loc` is the path of
-the offending field (`("nodes", 1)`, `("allocation_failure", "time")`), for the
-caller to turn into a file position or a JSON error body.
+`JobRecord` (pydantic, `rulekit.inputs.jobrecord_model`, re-exported here) is
+read by the CLI's `job.toml` reader (`rulekit.inputs.jobdir`), the Service's
+payload (`rulekit.service.schema`) and job-level test cases, so all of them
+accept and reject exactly the same records.  `parse_job_record(mapping)` returns
+a `JobInfo` or raises `JobRecordError`, whose `problems` are `(loc, msg)` pairs:
+`loc` is the path of the offending field (`("nodes", 1)`,
+`("allocation_failure", "time")`), for the caller to turn into a file position
+or a JSON error body.
 
 Rules of the record:
 - `id`: a non-empty string;  `state`: a known Slurm-like state (SLURM_STATES;
@@ -20,15 +21,21 @@ Rules of the record:
 - `allocation_failure` / `execution_cancellation`: the spec's two scheduler
   inputs (their consistency checks are `JobInfoBuilder`'s, reported at the table).
 
-Validates only; reads no file and knows no HTTP.
+The field checks are the plain functions below; the pydantic model calls them.
+`parse_job_record` first reads a record with `plain_record`, which accepts only
+a record every rule of the model accepts, giving the same values, without
+importing pydantic (a start-up cost of ~0.1 s for `rulekit attribute`); any
+record it does not accept whole goes to the pydantic model, so every rejection,
+and its wording, is pydantic's (tests/test_jobrecord_plain.py checks the two
+agree).  Validates only; reads no file and knows no HTTP.  Must not import
+pydantic at import time.
 """
 from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timezone
-from typing import Any, Mapping, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rulekit.inputs.jobinfo import (
     SLURM_STATES,
@@ -39,10 +46,29 @@ from rulekit.inputs.jobinfo import (
     SchedulerFailure,
 )
 
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from rulekit.inputs.jobrecord_model import AllocationFailureRecord, ExecutionCancellationRecord, JobRecord
+
 Loc = tuple[Any, ...]
 EXIT_CODE_RANGE = (-(2**31), 2**31 - 1)
+ID_MAX = 256
+NODES_MAX = 100_000
+TASKS_PER_NODE_RANGE = (1, 1_000_000)
 _SLURM_EXIT = re.compile(r"^-?\d{1,10}(:\d{1,10})?$")
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+# the pydantic models, defined in rulekit.inputs.jobrecord_model on first use (PEP 562)
+_MODELS = ("JobRecord", "AllocationFailureRecord", "ExecutionCancellationRecord")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODELS:
+        from rulekit.inputs import jobrecord_model
+
+        return getattr(jobrecord_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class JobRecordError(ValueError):
@@ -80,126 +106,168 @@ def parse_time(v: Any) -> datetime | None:
         raise ValueError(f"is not a valid date and time: {v[:60]!r}") from None
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# --- the field checks: the model's validators call these, and so does plain_record ---
+
+def known_state(v: str | None) -> str | None:
+    """`state` -> its base state (`CANCELLED by 123` -> CANCELLED); ValueError if unknown."""
+    if v is None:
+        return None
+    parts = v.upper().split()
+    base = parts[0].rstrip("+") if parts else ""
+    if base not in SLURM_STATES:
+        raise ValueError(f"unknown job state {v[:40]!r}; expected one of {', '.join(sorted(SLURM_STATES))}")
+    return base
 
 
-class AllocationFailureRecord(_Strict):
-    """The allocation's failure as the scheduler reported it."""
-
-    allocation_id: StrictStr = Field(min_length=1)
-    state: StrictStr = Field(min_length=1)
-    failed_node: Optional[StrictStr] = None
-    source: StrictStr = "scheduler"
-    time: Optional[datetime] = None
-
-    @field_validator("time", mode="before")
-    @classmethod
-    def _rfc3339(cls, v: Any) -> datetime | None:
-        return parse_time(v)
-
-
-class ExecutionCancellationRecord(_Strict):
-    """A cancellation the caller established for this record."""
-
-    record_id: StrictStr = Field(min_length=1)
-    cancelled_by: StrictStr = Field(min_length=1)
-    source_time: datetime
-
-    @field_validator("source_time", mode="before")
-    @classmethod
-    def _rfc3339(cls, v: Any) -> datetime | None:
-        return parse_time(v)
-
-
-class JobRecord(_Strict):
-    """One scheduler job record (see the module docstring for the rules)."""
-
-    id: StrictStr = Field(min_length=1, max_length=256)
-    state: Optional[StrictStr] = None
-    nodes: list[StrictStr] = Field(default_factory=list, max_length=100_000)
-    start: Optional[datetime] = None
-    end: Optional[datetime] = None
-    failed_node: Optional[StrictStr] = None
-    exit_code: Optional[str] = None
-    tasks_per_node: Optional[StrictInt] = Field(default=None, ge=1, le=1_000_000)
-    ranks: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    allocation_failure: Optional[AllocationFailureRecord] = None
-    execution_cancellation: Optional[ExecutionCancellationRecord] = None
-
-    @field_validator("state")
-    @classmethod
-    def _known_state(cls, v: str | None) -> str | None:
-        if v is None:
-            return None
-        parts = v.upper().split()
-        base = parts[0].rstrip("+") if parts else ""
-        if base not in SLURM_STATES:
-            raise ValueError(f"unknown job state {v[:40]!r}; expected one of {', '.join(sorted(SLURM_STATES))}")
-        return base
-
-    @field_validator("exit_code", mode="before")
-    @classmethod
-    def _exit_code(cls, v: Any) -> str | None:
-        if v is None:
-            return None
-        if isinstance(v, int) and not isinstance(v, bool):
-            if not EXIT_CODE_RANGE[0] <= v <= EXIT_CODE_RANGE[1]:
-                raise ValueError("must be a 32-bit integer")
-            return str(v)
-        if isinstance(v, str) and _SLURM_EXIT.match(v):
-            return v
-        shown = repr(v[:40]) if isinstance(v, str) else type(v).__name__
-        raise ValueError(f"must be an integer (or Slurm's `code:signal` string, e.g. \"1:0\"), not {shown}")
-
-    @field_validator("start", "end", mode="before")
-    @classmethod
-    def _rfc3339(cls, v: Any) -> datetime | None:
-        return parse_time(v)
-
-    @field_validator("ranks", mode="before")
-    @classmethod
-    def _rank_keys(cls, v: Any) -> Any:
-        if isinstance(v, Mapping):
-            return {str(k) if isinstance(k, int) and not isinstance(k, bool) else k: x for k, x in v.items()}
+def exit_code_text(v: Any) -> str | None:
+    """`exit_code` (an integer, or Slurm's `code:signal`) -> its text; ValueError otherwise."""
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not EXIT_CODE_RANGE[0] <= v <= EXIT_CODE_RANGE[1]:
+            raise ValueError("must be a 32-bit integer")
+        return str(v)
+    if isinstance(v, str) and _SLURM_EXIT.match(v):
         return v
+    shown = repr(v[:40]) if isinstance(v, str) else type(v).__name__
+    raise ValueError(f"must be an integer (or Slurm's `code:signal` string, e.g. \"1:0\"), not {shown}")
 
-    @field_validator("ranks")
-    @classmethod
-    def _rank_numbers(cls, v: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        known = set(info.data.get("nodes") or ())
-        for k, n in v.items():
-            if not (k.isascii() and k.isdigit() and len(k) <= 9):
-                raise ValueError(f"rank {k[:20]!r} is not a rank number (0, 1, 2, ...)")
-            if n not in known:
-                raise ValueError(f"rank {k} is mapped to {n[:60]!r}, which is not in `nodes`")
-        return v
 
-    @field_validator("end")
-    @classmethod
-    def _after_start(cls, v: datetime | None, info: ValidationInfo) -> datetime | None:
-        start = info.data.get("start")
-        if v is not None and start is not None and v < start:
-            raise ValueError("`end` is before `start`")
-        return v
+def rank_keys(v: Any) -> Any:
+    """`ranks` with integer keys written as text (a JSON object's keys are text already)."""
+    if isinstance(v, Mapping):
+        return {str(k) if isinstance(k, int) and not isinstance(k, bool) else k: x for k, x in v.items()}
+    return v
 
-    def to_jobinfo(self) -> JobInfo:
-        b = JobInfoBuilder(self.id, self.state, tuple(self.nodes), start=self.start, end=self.end,
-                           failed_node=self.failed_node,
-                           exit_code=self.exit_code,
-                           tasks_per_node=self.tasks_per_node, ranks={int(k): v for k, v in self.ranks.items()})
-        af, ec = self.allocation_failure, self.execution_cancellation
-        try:
-            if af is not None:
-                b.allocation_failure(SchedulerFailure(af.allocation_id, af.state, af.failed_node, af.source, af.time))
-        except JobInfoError as e:
-            raise JobRecordError([(("allocation_failure",), d.message) for d in e.diagnostics]) from None
-        try:
-            if ec is not None:
-                b.execution_cancellation(ExecutionCancellation(ec.record_id, ec.cancelled_by, ec.source_time))
-        except JobInfoError as e:
-            raise JobRecordError([(("execution_cancellation",), d.message) for d in e.diagnostics]) from None
-        return b.build()
+
+def rank_numbers(v: dict[str, str], nodes: Any) -> dict[str, str]:
+    """Every key of `ranks` a rank number and every node among `nodes`; ValueError otherwise."""
+    known = set(nodes or ())
+    for k, n in v.items():
+        if not (k.isascii() and k.isdigit() and len(k) <= 9):
+            raise ValueError(f"rank {k[:20]!r} is not a rank number (0, 1, 2, ...)")
+        if n not in known:
+            raise ValueError(f"rank {k} is mapped to {n[:60]!r}, which is not in `nodes`")
+    return v
+
+
+def end_after_start(v: datetime | None, start: datetime | None) -> datetime | None:
+    if v is not None and start is not None and v < start:
+        raise ValueError("`end` is before `start`")
+    return v
+
+
+def to_jobinfo(rec: Any) -> JobInfo:
+    """A validated record (the model, or `plain_record`'s namespace) -> JobInfo; JobRecordError
+    when the builder rejects a scheduler table."""
+    b = JobInfoBuilder(rec.id, rec.state, tuple(rec.nodes), start=rec.start, end=rec.end,
+                       failed_node=rec.failed_node,
+                       exit_code=rec.exit_code,
+                       tasks_per_node=rec.tasks_per_node, ranks={int(k): v for k, v in rec.ranks.items()})
+    af, ec = rec.allocation_failure, rec.execution_cancellation
+    try:
+        if af is not None:
+            b.allocation_failure(SchedulerFailure(af.allocation_id, af.state, af.failed_node, af.source, af.time))
+    except JobInfoError as e:
+        raise JobRecordError([(("allocation_failure",), d.message) for d in e.diagnostics]) from None
+    try:
+        if ec is not None:
+            b.execution_cancellation(ExecutionCancellation(ec.record_id, ec.cancelled_by, ec.source_time))
+    except JobInfoError as e:
+        raise JobRecordError([(("execution_cancellation",), d.message) for d in e.diagnostics]) from None
+    return b.build()
+
+
+# --- the plain reader: a record the model surely accepts, read without pydantic ---
+
+class _Declined(Exception):
+    """plain_record does not take this record whole: the model decides."""
+
+
+_JOB_KEYS = frozenset({"id", "state", "nodes", "start", "end", "failed_node", "exit_code", "tasks_per_node", "ranks",
+                       "allocation_failure", "execution_cancellation"})
+_ALLOC_KEYS = frozenset({"allocation_id", "state", "failed_node", "source", "time"})
+_CANCEL_KEYS = frozenset({"record_id", "cancelled_by", "source_time"})
+
+
+def _str(v: Any, min_len: int = 0, max_len: int | None = None) -> str:
+    if type(v) is not str or len(v) < min_len or (max_len is not None and len(v) > max_len):
+        raise _Declined
+    return v
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else _str(v)
+
+
+def _time(v: Any) -> datetime | None:
+    try:
+        t = parse_time(v)
+    except ValueError:
+        raise _Declined from None
+    if t is not None and type(t) is not datetime:
+        raise _Declined  # a datetime subclass: the model says what it makes of it
+    return t
+
+
+def _checked(check: Any, *args: Any) -> Any:
+    try:
+        return check(*args)
+    except ValueError:
+        raise _Declined from None
+
+
+def _plain_exit_code(v: Any) -> Any:
+    if v is not None and type(v) not in (int, str):
+        raise _Declined  # a subclass (an enum, a str subclass): the model says what it makes of it
+    return v
+
+
+def _table(v: Any, keys: frozenset[str]) -> dict[str, Any]:
+    if type(v) is not dict or not keys.issuperset(v):
+        raise _Declined
+    return v
+
+
+def plain_record(data: Mapping[str, Any]) -> SimpleNamespace | None:
+    """The record as the model would read it (the same field values, as a namespace), or
+    None when any field is not plainly valid: missing, of another type (a tuple for a
+    list, a str subclass), out of range, or rejected by a check.  Never rejects: a None
+    sends the record to the model, which accepts or explains."""
+    try:
+        d = _table(dict(data), _JOB_KEYS)
+        nodes = d.get("nodes", [])
+        if type(nodes) is not list or len(nodes) > NODES_MAX:
+            raise _Declined
+        nodes = [_str(n) for n in nodes]
+        start, end = _time(d.get("start")), _time(d.get("end"))
+        tpn = d.get("tasks_per_node")
+        if tpn is not None and (type(tpn) is not int or not TASKS_PER_NODE_RANGE[0] <= tpn <= TASKS_PER_NODE_RANGE[1]):
+            raise _Declined
+        ranks = _checked(rank_keys, d.get("ranks", {}))
+        if type(ranks) is not dict:
+            raise _Declined
+        ranks = {_str(k): _str(v) for k, v in ranks.items()}
+        alloc = cancel = None
+        if d.get("allocation_failure") is not None:
+            a = _table(d["allocation_failure"], _ALLOC_KEYS)
+            alloc = SimpleNamespace(allocation_id=_str(a.get("allocation_id"), 1), state=_str(a.get("state"), 1),
+                                    failed_node=_opt_str(a.get("failed_node")),
+                                    source=_str(a.get("source", "scheduler")), time=_time(a.get("time")))
+        if d.get("execution_cancellation") is not None:
+            c = _table(d["execution_cancellation"], _CANCEL_KEYS)
+            source_time = _time(c.get("source_time"))
+            if source_time is None:
+                raise _Declined
+            cancel = SimpleNamespace(record_id=_str(c.get("record_id"), 1), cancelled_by=_str(c.get("cancelled_by"), 1),
+                                     source_time=source_time)
+        return SimpleNamespace(
+            id=_str(d.get("id"), 1, ID_MAX), state=_checked(known_state, _opt_str(d.get("state"))), nodes=nodes,
+            start=start, end=_checked(end_after_start, end, start), failed_node=_opt_str(d.get("failed_node")),
+            exit_code=_checked(exit_code_text, _plain_exit_code(d.get("exit_code"))), tasks_per_node=tpn,
+            ranks=_checked(rank_numbers, ranks, nodes), allocation_failure=alloc, execution_cancellation=cancel)
+    except _Declined:
+        return None
 
 
 # what a type error on a field says (pydantic's own words otherwise)
@@ -239,6 +307,13 @@ def parse_job_record(data: Any) -> JobInfo:
     """A mapping (a job.toml's merged tables, a JSON object) -> a validated JobInfo."""
     if not isinstance(data, Mapping):
         raise JobRecordError([((), "the job record must be an object / table")])
+    plain = plain_record(data)
+    if plain is not None:
+        return to_jobinfo(plain)
+    from pydantic import ValidationError
+
+    from rulekit.inputs.jobrecord_model import JobRecord
+
     try:
         rec = JobRecord.model_validate(dict(data))
     except ValidationError as e:

@@ -15,19 +15,27 @@ Metric rules (`[[metric_rule]]`, DSL `metric_rule`) turn series into events.
 - `samples`: (unix seconds, value) pairs; `MetricSeries.of(...)` sorts them by time.
 
 `MetricRecord` is the JSON / JSONL wire form, validated by pydantic (finite
-numbers, bounded sizes); `to_series()` gives the plain class.  No rule
-evaluation here (that is `rulekit.engine.metrics`).
+numbers, bounded sizes); `to_series()` gives the plain class.  It lives in
+`rulekit.inputs.metrics_model` and is re-exported here on first use (PEP 562):
+pydantic costs a start-up ~0.1 s, which a job without metric records does not
+pay.  No rule evaluation here (that is `rulekit.engine.metrics`); must not import
+pydantic at import time.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from typing import Any
 
 MAX_SAMPLES = 1_000_000
 MAX_LABELS = 64
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MetricRecord":
+        from rulekit.inputs.metrics_model import MetricRecord
+
+        return MetricRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -52,33 +60,3 @@ class MetricSeries:
         lab = ",".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
         where = f"@{self.node}" if self.node else ""
         return f"{self.name}{{{lab}}}{where}" if lab else f"{self.name}{where}"
-
-
-Number = StrictInt | StrictFloat
-
-
-class MetricRecord(BaseModel):
-    """The wire form: {"kind": "metric", "node", "name", "labels", "samples": [[t, v], ...]}."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["metric"] = "metric"
-    node: Optional[StrictStr] = Field(min_length=1, max_length=512)
-    name: StrictStr = Field(min_length=1, max_length=512)
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=MAX_LABELS)
-    samples: list[tuple[Number, Number]] = Field(max_length=MAX_SAMPLES)
-
-    @field_validator("samples")
-    @classmethod
-    def _finite(cls, v: list[tuple[float, float]]) -> list[tuple[float, float]]:
-        for i, (t, x) in enumerate(v):
-            try:
-                ok = math.isfinite(float(t)) and math.isfinite(float(x))
-            except OverflowError:
-                ok = False
-            if not ok:
-                raise ValueError(f"sample {i} is not a pair of finite numbers")
-        return v
-
-    def to_series(self) -> MetricSeries:
-        return MetricSeries.of(self.node, self.name, list(self.samples), self.labels)

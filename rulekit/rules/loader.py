@@ -47,7 +47,6 @@ from rulekit.rules.plugins import _ACTIVE, PluginSink
 from rulekit.rules import sandbox
 from rulekit.extract.regex import check_pattern, group_names
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.rules.toml_frontend import parse_job_tests, parse_rules
 
 RULE_SUFFIXES = (".toml", ".rule", ".py")
 
@@ -400,11 +399,18 @@ def parse_rule_text(text: str, path: str, cache: CorpusCache | None = None) -> P
                 getattr(cache, table)[path] = got
         return got
 
+    def toml(parse: str) -> Callable[[], Any]:
+        def build() -> Any:
+            from rulekit.rules import toml_frontend  # imported only when a file is parsed (not on a cache hit)
+
+            return getattr(toml_frontend, parse)(text, path)
+        return build
+
     if path.endswith(".test.toml"):
-        cases, diags = cached("tests", lambda: parse_job_tests(text, path))
+        cases, diags = cached("tests", toml("parse_job_tests"))
         return ParsedFile(RuleSet(job_tests=list(cases)), list(diags))
     if path.endswith(".toml"):
-        parsed = cached("tomls", lambda: parse_rules(text, path))
+        parsed = cached("tomls", toml("parse_rules"))
         return ParsedFile(parsed[0], parsed[1])
     if path.endswith(".rule"):
         from rulekit.rules import dsl

@@ -1,0 +1,97 @@
+"""What each hit's line says of itself and of where it stands in its file: its own
+timestamp and kernel uptime, its rank prefix, and the timestamp carried from the
+nearest earlier stamped line (`TimeCarry`).
+
+Extraction reads these one hit at a time, lazily (only what a stored event
+shows); a chunk-parallel scan worker (`rulekit.extract.parallel`) computes them
+for all of a chunk's hits at once (`chunk_facts`), in the same order with the
+same functions, so what extraction does with either cannot differ.  The one
+thing a worker cannot know is the carried timestamp of a hit with no stamped
+line before it in its own chunk: that is `INHERIT`, resolved by the caller from
+the chunks before.  Pure functions of bytes; no rules, no events, no I/O.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from rulekit.extract.linectx import rank_of, timestamp_of
+from rulekit.extract.scan import decode_line
+
+LOOKBACK = 64 * 1024
+_LAST_CLOCK = re.compile(rb"(?s:.*)\d\d:\d\d:\d\d")
+INHERIT = False  # "the carried timestamp from before this chunk" (a value is a str or None)
+
+Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | None)
+
+
+class TimeCarry:
+    """The last timestamp seen before a position of one observation.
+
+    `advance()` only finds the last clock-looking line of the stretch it passes
+    (one regex search); the line is parsed when a timestamp is asked for
+    (`before()`, `ts`), so a stretch nobody asks about is never parsed.  The
+    value is the same as parsing at every step: the newest found line that
+    parses wins, else the value before it."""
+
+    MAX_PENDING = 64  # found lines held unparsed at most
+
+    def __init__(self, year: int | None, start: Any = None):
+        self.year = year
+        self._ts: Any = start  # None, or INHERIT in a worker that has not seen its chunk's first stamp
+        self._pending: list[bytes] = []  # clock-looking lines found since `_ts`, oldest first
+        self._pos = 0
+
+    @property
+    def ts(self) -> str | None:
+        if self._pending:
+            for raw in reversed(self._pending):
+                ts = timestamp_of(decode_line(raw), self.year)[0]
+                if ts:
+                    self._ts = ts
+                    break
+            self._pending.clear()
+        return self._ts
+
+    def new_chunk(self) -> None:
+        self._pos = 0
+
+    def advance(self, chunk: bytes, start: int) -> None:
+        """Pass the stretch before a hit starting at `start` of `chunk` (no parsing)."""
+        lo = max(self._pos, start - LOOKBACK)
+        if lo < start:
+            m = _LAST_CLOCK.match(chunk, lo, start)
+            if m is not None:
+                ls = chunk.rfind(b"\n", lo, m.end()) + 1
+                le = chunk.find(b"\n", m.end(), start)
+                self._pending.append(chunk[ls:le if le >= 0 else start])
+                if len(self._pending) > self.MAX_PENDING:
+                    _ = self.ts
+        self._pos = max(self._pos, start)
+
+    def before(self, chunk: bytes, start: int) -> str | None:
+        """The carried timestamp for a hit starting at `start` of `chunk`."""
+        self.advance(chunk, start)
+        return self.ts
+
+    def saw(self, ts: str | None, end: int) -> None:
+        """A hit's own line: its timestamp (if any) is carried from here on."""
+        if ts:
+            self._ts = ts
+            self._pending.clear()
+        self._pos = max(self._pos, end)
+
+
+def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None) -> tuple[list[Facts], Any]:
+    """Every hit's facts, in hit order, as extraction would read them, and the carried
+    timestamp after the chunk (INHERIT: the chunk changed nothing).  Each hit's own
+    timestamp is carried from its line on, stored or not."""
+    carry = TimeCarry(year, INHERIT)
+    out: list[Facts] = []
+    for start, end, _idx, _caps in hits:
+        line = decode_line(chunk[start:end])
+        ts, uptime = timestamp_of(line, year)
+        carried = carry.before(chunk, start) if ts is None else None
+        carry.saw(ts, end)
+        out.append((ts, uptime, rank_of(line), carried))
+    return out, carry.ts

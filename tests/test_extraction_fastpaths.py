@@ -1,0 +1,127 @@
+"""The shortcuts on extraction's per-hit path read what the slow forms read:
+
+- `linectx.rank_line_finder` (an accumulator's next line of its own rank, or of
+  none, found with one search) finds exactly the lines `rank_of_raw` admits;
+- `linectx.host_of`'s literal pre-check never rejects a line the full NCCL host
+  pattern matches;
+- a stamped line beyond the repeat cap is still the nearest earlier stamped line
+  for the unstamped evidence after it (its timestamp is carried);
+- `gcpolicy.fewer_collections` restores the thresholds, also when nested from
+  threads.
+Data: generated lines (hypothesis) built from the prefixes real logs print.
+"""
+from __future__ import annotations
+
+import gc
+import re
+import threading
+
+from hypothesis import given, settings, strategies as st
+
+from rulekit.analysis.testing import job_from_mapping
+from rulekit.engine.gcpolicy import THRESHOLD0, fewer_collections
+from rulekit.engine.session import Session
+from rulekit.extract import linectx
+from rulekit.extract.linectx import host_of, rank_line_finder, rank_of_raw
+from rulekit.inputs.observation import Observation
+from rulekit.rules.loader import load_corpus
+
+_PREFIX = st.sampled_from(["", " ", "\t", " " * 8, " " * 9, "\x1c", "\r", "\u00a0", "\u2003", "x "])
+_FORM = st.sampled_from(["{r}: a", "[rank{r}]: b", "[default{r}]: c", "0{r}: d", "{r}:e", "[rank{r}] f",
+                         "{r} : g", "{r}0: h", "00{r}: i", "é {r}: j", "{r}: é", "", "[rank{r}]:", "\u0663: k",
+                         "\u0661\u0662: l", "Traceback (most recent call last):"])
+_LINE = st.builds(lambda p, f, r: p + f.format(r=r), _PREFIX, _FORM, st.sampled_from([0, 1, 2, 3, 12, 21]))
+
+
+def _admitted_by_rank_of_raw(chunk: bytes, rank: int) -> list[int]:
+    out, pos = [], 0
+    for raw in chunk.split(b"\n"):
+        if pos < len(chunk) and rank_of_raw(raw) in (None, rank):
+            out.append(pos)
+        pos += len(raw) + 1
+    return out
+
+
+def _found(chunk: bytes, rank: int) -> list[int]:
+    """What `_ActiveAccumulator.feed_chunk` feeds: the finder's lines, a non-ASCII one re-read."""
+    find, out, pos, n = rank_line_finder(rank), [], 0, len(chunk)
+    while pos < n:
+        start = find(chunk, pos)
+        if start < 0 or start >= n:
+            break
+        nl = chunk.find(b"\n", start)
+        end = n if nl < 0 else nl
+        raw = chunk[start:end]
+        if raw.isascii() or rank_of_raw(raw) in (None, rank):
+            out.append(start)
+        pos = end + 1
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINE, min_size=1, max_size=30), st.booleans(), st.sampled_from([0, 1, 2, 3, 12]))
+def test_rank_line_finder_feeds_the_lines_rank_of_raw_admits(lines, trailing_newline, rank):
+    chunk = ("\n".join(lines) + ("\n" if trailing_newline else "")).encode()
+    assert _found(chunk, rank) == _admitted_by_rank_of_raw(chunk, rank)
+
+
+_FULL_HOST = re.compile(r"(?:^|[\s\]:])([A-Za-z][\w.\-]*):(\d+):(\d+) \[\d+\]")
+_HOSTLIKE = st.builds(lambda a, h, p, t, d, b: f"{a}{h}:{p}:{t} [{d}]{b}",
+                      st.sampled_from(["", "12: ", "[rank3]: ", "x", " ", "]", ":", "é "]),
+                      st.sampled_from(["node-01", "gpu7.cluster", "9bad", "a_b", "é", "h"]),
+                      st.sampled_from(["1", "123", "٣", "x"]), st.sampled_from(["2", "45"]),
+                      st.sampled_from(["0", "7", "", "x"]), st.sampled_from(["", " NCCL INFO x", "]"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_HOSTLIKE, st.text(max_size=80), st.builds(lambda s: "x" * 290 + s, _HOSTLIKE)))
+def test_host_of_is_the_full_nccl_host_pattern(line):
+    m = _FULL_HOST.search(line[:300])
+    assert host_of(line) == (m.group(1) if m else None)
+
+
+def test_a_stamped_line_past_the_repeat_cap_is_carried_from():
+    engine = load_corpus(None).engine
+    job = job_from_mapping({"id": "carry", "state": "FAILED", "nodes": ["node-01"]})
+    xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."
+    lines = [f"2026-06-01T03:12:{s:02d}Z node-01 kernel: {xid}" for s in range(5)]  # the same evidence, stamped
+    lines.append("NCCL WARN Cuda failure 'unspecified launch failure'")  # unstamped evidence after it
+    with Session(engine, job, repeat_cap=2, group_cap=2) as s:
+        s.ingest(Observation(source="syslog", node="node-01", lines=lines, label="syslog/node-01.log"))
+        s.manager.flush()
+        rows = s.manager.conn.execute("SELECT line_num, timestamp, payload FROM events ORDER BY id").fetchall()
+    unstamped = [r for r in rows if r[0] == 6]  # the NCCL line's events (line 1 of the scheduler record has none)
+    assert unstamped and all(r[1] is None for r in unstamped), rows
+    # carried from the last stamped line (03:12:04, beyond the cap), not from the last one stored (03:12:01)
+    assert all('"carried_ts": "' in r[2] and "03:12:04" in r[2] for r in unstamped), unstamped
+
+
+def test_fewer_collections_restores_the_thresholds_also_from_threads():
+    before = gc.get_threshold()
+    barrier = threading.Barrier(4)
+    seen: list[int] = []
+
+    def work():
+        with fewer_collections():
+            barrier.wait()
+            seen.append(gc.get_threshold()[0])
+            barrier.wait()
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    with fewer_collections():
+        barrier.wait()
+        seen.append(gc.get_threshold()[0])
+        barrier.wait()
+    for t in threads:
+        t.join()
+    assert seen == [max(THRESHOLD0, before[0])] * 4
+    assert gc.get_threshold() == before
+    gc.set_threshold(0)
+    try:
+        with fewer_collections():
+            assert gc.get_threshold()[0] == 0  # collection switched off by the user stays off
+    finally:
+        gc.set_threshold(*before)
+    assert linectx._NCCL_TAIL.pattern.startswith(":")  # the pre-check starts with a literal (C-speed search)
