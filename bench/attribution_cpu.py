@@ -1,6 +1,11 @@
 """CPU seconds of the attribution part (`Session.attribute()`: filters, refinement,
 collection, report) against extraction, on the end-to-end benchmark's job
-directories, optionally side by side with another checkout.
+directories, optionally side by side with another checkout; and the store's own
+cost per event: inserting the job's extracted events into a fresh store
+(`EventManager.row` + `add` + `flush`, as extraction does) and reading them back
+as one working set (the first read of an attribution).  A full collection after
+`attribute()` is timed too (`attribute + gc`: what attribution leaves for the
+collector), so that it lands in neither the attribution nor the insert figures.
 
     .venv/bin/python bench/attribution_cpu.py [--rates 20,realistic] [--size-mb 32] [--runs 3]
         [--baseline /other/checkout/.venv/bin/python]
@@ -29,10 +34,11 @@ sys.path.insert(0, str(HERE))
 from attribute_vs_rg import DATA, REALISTIC_INJECT, build_job, corpus_material  # noqa: E402
 
 MEASURE = r"""
-import hashlib, json, sys, time
+import gc, hashlib, json, sys, time
 import rulekit
 from rulekit.api import setup_rules
 from rulekit.engine.session import Session
+from rulekit.engine.store import EventManager
 from rulekit.inputs.jobdir import read_job_dir
 engine = setup_rules()
 jd = read_job_dir(sys.argv[1])
@@ -43,10 +49,32 @@ with Session(engine, jd.job) as s:
     t1 = time.process_time()
     result = s.attribute()
     t2 = time.process_time()
+    gc.collect()  # what attribution left for the collector, counted (`attribute_gc`), not left to the insert below
+    t2gc = time.process_time()
     events = s.manager.count(s.context_id)
+    s.manager.restore(s.context_id)  # the extracted events again (attribution changed them)
+    extracted = [(e.event_type, e.rule, e.timestamp, e.line_num, e.datum, e.node, e.symptom, dict(e.fields))
+                 for e in s.manager.stream(s.context_id).all()]
+# the store alone: the extracted events into a fresh store (default settings), then one working set
+o = engine.options
+m = EventManager(engine.rule_names(), buffer_size=o.buffer_size, spill_threshold=o.spill_rows,
+                 spill_bytes=o.spill_bytes)
+c = m.context("copy")
+oc = m.observation_context(c, "applog", "text", None, None, "applog/copy.log")
+t3 = time.process_time()
+for etype, rule, ts, line, datum, node, symptom, fields in extracted:
+    m.add(m.row(c, etype, rule, oc, ts, line, datum, node, symptom, fields))
+m.flush()
+t4 = time.process_time()
+n = len(m.stream(c).all())
+t5 = time.process_time()
+assert n == len(extracted), (n, len(extracted))
+m.close()
 digest = hashlib.sha256(json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()[:16]
-print(json.dumps({"rulekit": rulekit.__file__, "extract": t1 - t0, "attribute": t2 - t1, "events": events,
-                  "result": digest}))
+print(json.dumps({"rulekit": rulekit.__file__, "extract": t1 - t0, "attribute": t2 - t1,
+                  "attribute_gc": t2gc - t1, "events": events,
+                  "result": digest, "stored": n, "insert_us": (t4 - t3) * 1e6 / max(n, 1),
+                  "readback_us": (t5 - t4) * 1e6 / max(n, 1)}))
 """
 
 
@@ -80,6 +108,7 @@ def main(argv=None) -> int:
     print(f"attribution CPU seconds, best of {args.runs}; job dirs under {DATA}")
     print(f"{'rate':>10} {'events':>7} " + " ".join(f"{n + ' extract':>16} {n + ' attribute':>18}" for n, _ in pythons)
           + ("  attribute baseline/this" if args.baseline else ""))
+    store_lines, gc_lines = [], []
     for rate in args.rates.split(","):
         d = job_dir(rate, args.size_mb)
         best: dict[str, dict] = {}
@@ -87,7 +116,8 @@ def main(argv=None) -> int:
             for label, py in pythons:
                 m = measure(py, d)
                 b = best.setdefault(label, m)
-                b["extract"], b["attribute"] = min(b["extract"], m["extract"]), min(b["attribute"], m["attribute"])
+                for k in ("extract", "attribute", "attribute_gc", "insert_us", "readback_us"):
+                    b[k] = min(b[k], m[k])
                 if m["result"] != b["result"] or m["rulekit"] != b["rulekit"]:
                     raise SystemExit(f"{label}: results differ between runs on {d}")
         if args.baseline and best["this"]["rulekit"] == best["baseline"]["rulekit"]:
@@ -97,6 +127,22 @@ def main(argv=None) -> int:
         cells = " ".join(f"{best[n]['extract']:>15.2f}s {best[n]['attribute']:>17.2f}s" for n, _ in pythons)
         ratio = f"  {best['baseline']['attribute'] / best['this']['attribute']:>10.2f}x" if args.baseline else ""
         print(f"{rate:>10} {best['this']['events']:>7} {cells}{ratio}")
+        gc_lines.append(f"{rate:>10} " + " ".join(f"{n} {best[n]['attribute_gc']:.2f}s" for n, _ in pythons)
+                        + (f"  {best['baseline']['attribute_gc'] / best['this']['attribute_gc']:.2f}x"
+                           if args.baseline else ""))
+        per = {n: best[n]["insert_us"] + best[n]["readback_us"] for n, _ in pythons}
+        store_lines.append(f"{rate:>10} {best['this']['stored']:>7} " + " ".join(
+            f"{best[n]['insert_us']:>11.2f} {best[n]['readback_us']:>13.2f} {per[n]:>9.2f}" for n, _ in pythons)
+            + (f"  {per['baseline'] / per['this']:>10.2f}x" if args.baseline else ""))
+    print("\nattribute + one full collection after it (what it left for the collector), CPU seconds")
+    for line in gc_lines:
+        print(line)
+    print(f"\nstore CPU us per event (insert = row + add + flush; read back = one working set), best of {args.runs}")
+    print(f"{'rate':>10} {'events':>7} " + " ".join(f"{n + ' insert':>11} {n + ' read back':>13} {'sum':>9}"
+                                                  for n, _ in pythons)
+          + ("  sum baseline/this" if args.baseline else ""))
+    for line in store_lines:
+        print(line)
     return 0
 
 

@@ -343,6 +343,10 @@ def _bus_dev(pci):
     return (m.group(1).lower(), m.group(2).lower()) if m else None
 
 
+_BAD_XIDS = Selection.of("bad_node", ["XID-*"])
+_BAD_AER = Selection.of("bad_node", ["PCIE_AER_FATAL", "PCIE_AER_NONFATAL"])
+
+
 @filter_def(name="AerBeforeGpuFault", author=AUTHOR, priority=FilterPriority.MID + 25)
 def aer_before_gpu_fault(context):
     """An uncorrectable PCIe AER error (PCIE_AER_FATAL / PCIE_AER_NONFATAL) naming a GPU's
@@ -351,15 +355,14 @@ def aer_before_gpu_fault(context):
     (completion timeouts, an unplugged eGPU, a failing riser) and the Xid is the
     consequence, not user code.  Those Xid events are demoted; the AER event stays."""
     stream, reg = context.event_stream, context.registry
-    aer = [e for e in stream.bad_events() if e.symptom in ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL")]
+    aer = stream.select(_BAD_AER)
     if not aer:
         return
     aer_by_node = {}  # node -> [(event, the bus/device addresses it names)], in event order
     for a in aer:
         aer_by_node.setdefault(a.node, []).append((a, (_bus_dev(a.fields.get("src")), _bus_dev(a.fields.get("bdf")))))
-    for x in stream.bad_events():
-        if not (x.symptom or "").startswith("XID-") or x.node not in aer_by_node \
-                or reg.info(x.symptom).outcome != "application":
+    for x in stream.select(_BAD_XIDS):  # the bad Xid events, in event order (from the symptom index)
+        if x.node not in aer_by_node or reg.info(x.symptom).outcome != "application":
             continue
         gpu = _bus_dev(x.fields.get("pci"))
         if gpu is None:

@@ -9,7 +9,7 @@ import pytest
 
 import rulekit.engine.store as store
 from rulekit.engine.session import Session
-from rulekit.engine.store import EventManager
+from rulekit.engine.store import EventManager, EventRow
 from rulekit.inputs.jobdir import read_job_dir
 from rulekit.inputs.observation import Observation
 from rulekit.rules.loader import load_corpus
@@ -62,19 +62,107 @@ def test_queries_answer_from_the_working_set_in_id_order():
     assert m.conn.execute("SELECT symptom FROM events WHERE id = ?", (evs[2].id,)).fetchone() == ("A",)
 
 
-def test_events_are_decoded_once_per_attribute(bundled, monkeypatch):
-    calls = []
-    real = store._decode
-    monkeypatch.setattr(store, "_decode", lambda row, *names: calls.append(row[0]) or real(row, *names))
+def _count_builds(monkeypatch) -> tuple[list, list]:
+    decoded, kept = [], []
+    real_decode, real_from_rows = store._decode, store._from_rows
+
+    def from_rows(rows, names):
+        for e in real_from_rows(rows, names):
+            kept.append(e.id)
+            yield e
+
+    monkeypatch.setattr(store, "_decode", lambda row, *names: decoded.append(row[0]) or real_decode(row, *names))
+    monkeypatch.setattr(store, "_from_rows", from_rows)
+    return decoded, kept
+
+
+def test_events_are_built_once_per_attribute_from_the_kept_rows(bundled, monkeypatch):
+    decoded, kept = _count_builds(monkeypatch)
     jd = read_job_dir(EXAMPLE)
     with Session(bundled, jd.job) as s:
         s.ingest_batch(jd.observations)
         extracted = s.manager.count(s.context_id)
         s.attribute()
-        assert sorted(calls) == sorted(set(calls)) and len(calls) == extracted  # 18 filters, one decode each
-        calls.clear()
-        s.attribute()  # again, from the restored checkpoint: again once each
-        assert len(calls) == extracted == len(set(calls))
+        # 18 filters, one build each, and none read back from SQLite
+        assert decoded == [] and sorted(kept) == sorted(set(kept)) and len(kept) == extracted
+        kept.clear()
+        s.attribute()  # again, from the restored checkpoint: the mirror is back, again once each
+        assert decoded == [] and len(kept) == extracted == len(set(kept))
+
+
+def test_without_kept_rows_events_are_decoded_once_per_attribute(bundled, monkeypatch):
+    decoded, kept = _count_builds(monkeypatch)
+    jd = read_job_dir(EXAMPLE)
+    opts = bundled.options
+    with Session(bundled, jd.job, manager=EventManager(bundled.rule_names(), keep_rows=0,
+                                                         buffer_size=opts.buffer_size)) as s:
+        s.ingest_batch(jd.observations)
+        extracted = s.manager.count(s.context_id)
+        s.attribute()
+        assert kept == [] and sorted(decoded) == sorted(set(decoded)) and len(decoded) == extracted
+        decoded.clear()
+        s.attribute()
+        assert len(decoded) == extracted == len(set(decoded))
+        s.manager.close()
+
+
+def _snapshot(events) -> list:
+    return [(e.id, e.event_type, e.rule, e.node, e.symptom, e.timestamp, e.line_num, e.datum, e.source, e.format,
+             e.label, list(e.payload.items()), list(e.fields.items()), e.obs_context_id) for e in events]
+
+
+def test_kept_rows_give_what_sqlite_gives_back_key_order_included():
+    """A flat fields dict is kept (sorted keys, as the JSON gives them); anything
+    else (a list, a tuple, a non-str key, a value JSON would stringify) is encoded
+    at once and decoded from its JSON: either way the events equal a read back."""
+    m = EventManager()
+    ctx = m.context("j")
+    oc = m.observation_context(ctx, "syslog", "text", None, None, "syslog/n1.log")
+    fields = [{"z": "1", "rank": 3, "a": 1.5, "m": None, "b": True}, {}, None, {"t": (1, 2)}, {"l": [1, {"x": 2}]},
+              {"o": object.__name__, "s": {1}}, {"n": float("nan")}, {"big": 10 ** 30, "neg": -0.0}]
+    for i, f in enumerate(fields):
+        m.add(m.row(ctx, BAD, "R", oc if i % 2 else None, None, i + 1, "x" * (i * 3000), "n1", "S", f))
+    kept = m.stream(ctx).all()
+    assert [EventRow.of(r).fields is not None for r in m.mirror(ctx)] == [True, True, False, False, False, False, True, True]
+    m.stream(ctx).set_symptom(kept[0], "T", rule="F")  # written through: SQLite no longer mirrored
+    m.flush()
+    assert m.mirror(ctx) is None
+    read = m.stream(ctx).all()
+    kept[0].symptom, kept[0].payload = read[0].symptom, read[0].payload  # the one change, made alike
+    assert repr(_snapshot(kept)) == repr(_snapshot(read))  # nan == nan only as text
+    assert list(read[0].fields) == ["a", "b", "m", "rank", "z"]
+    m.close()
+
+
+def test_a_restore_brings_the_mirror_back_and_drops_rows_added_after_the_checkpoint():
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 3)
+    m.checkpoint(ctx)
+    s = m.stream(ctx)
+    s.demote(s.all(), rule="F")
+    s.add(EventSpec(type="bad_node", symptom="D", node="n2", fields={"k": [1]}), rule="F")
+    _add(m, ctx, 2, symptom="LATE")  # after the checkpoint: undone by the restore
+    m.flush()
+    assert m.mirror(ctx) is None and m.count(ctx) == 6
+    m.restore(ctx)
+    assert [EventRow.of(r).line_num for r in m.mirror(ctx)] == [1, 2, 3] and m.count(ctx) == 3
+    assert all(e.is_bad and "history" not in e.payload for e in m.stream(ctx).all())
+    _add(m, ctx, 1, symptom="NEXT")  # ids go on from the largest ever given, never reused
+    ids = [e.id for e in m.stream(ctx).all()]
+    assert ids[:3] == [1, 2, 3] and ids[3] == 7
+    m.close()
+
+
+def test_past_keep_rows_contexts_are_read_from_sqlite():
+    m = EventManager(keep_rows=5)
+    a = m.context("a")
+    _add(m, a, 4)
+    assert len(m.mirror(a)) == 4
+    _add(m, a, 3)
+    assert m.mirror(a) is None and m.mirror(m.context("b")) is None
+    assert [e.line_num for e in m.stream(a).all()] == [1, 2, 3, 4, 1, 2, 3]
+    m.close()
 
 
 def test_spilling_a_shared_manager_keeps_the_checkpoints():
@@ -222,4 +310,66 @@ def test_a_large_in_memory_store_spills_by_size():
         m.add(m.row(ctx, BAD, "R", None, None, i, "x" * 400, "n", "S", {}))
     m.flush()
     assert m.spilled and m.count(ctx) == 2000
+    m.close()
+
+
+def _rows(m: EventManager, ctx: int) -> list:
+    return m.conn.execute("SELECT * FROM events WHERE context_id = ? ORDER BY id", (ctx,)).fetchall()
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_restore_puts_back_every_row_as_it_was(tmp_path, on_disk):
+    """In memory, a mirrored context's checkpoint is its kept rows and a restore
+    rewrites only what changed; at a path it is a copy in the database.  Either way
+    the restored rows are the checkpointed ones, column for column."""
+    m = EventManager(path=str(tmp_path / "e.db") if on_disk else None, buffer_size=3)
+    a, b = m.context("a"), m.context("b")
+    _add(m, a, 6)
+    m.add(m.row(a, BAD, "R", None, None, 99, "nested", "n1", "N", {"l": [1, 2]}))
+    _add(m, b, 2)
+    m.flush()
+    before, other = _rows(m, a), _rows(m, b)
+    m.checkpoint(a)
+    copied = m.conn.execute("SELECT COUNT(*) FROM checkpoint_events").fetchone()[0]
+    assert copied == (len(before) if on_disk else 0)
+    s = m.stream(a)
+    evs = s.all()
+    s.demote(evs[:2], rule="F")
+    s.set_symptom(evs[2], "T", rule="F")
+    s.discard(evs[3:5], rule="F")
+    s.add(EventSpec(type="bad_node", symptom="D", node="n2"), rule="F", cause=evs[6])
+    _add(m, a, 2, symptom="LATE")
+    assert m.count(a) == len(before) - 2 + 3 and _rows(m, a) != before
+    m.restore(a)
+    assert _rows(m, a) == before and _rows(m, b) == other
+    assert [e.id for e in m.stream(a).all()] == [r[0] for r in before]
+    m.close()
+
+
+def test_a_row_numbered_before_the_checkpoint_and_added_after_is_undone_too():
+    m = EventManager()
+    ctx = m.context("j")
+    late = m.row(ctx, BAD, "R", None, None, 50, "late", "n1", "L", {})
+    _add(m, ctx, 3)
+    m.flush()
+    before = _rows(m, ctx)
+    m.checkpoint(ctx)
+    m.add(late)  # out of id order, after the checkpoint
+    assert [e.line_num for e in m.stream(ctx).all()] == [50, 1, 2, 3]  # id order
+    m.restore(ctx)
+    assert _rows(m, ctx) == before and [EventRow.of(r).line_num for r in m.mirror(ctx)] == [1, 2, 3]
+    m.close()
+
+
+def test_kept_rows_are_left_alone_by_the_garbage_collector():
+    """Kept rows are plain tuples of atomic values (flat fields as (keys, values)): after
+    a young and an older collection the collector no longer walks them (an EventRow, a
+    tuple subclass, or a tuple holding a dict it would walk on every full pass)."""
+    import gc
+    m = EventManager()
+    ctx = m.context("j")
+    _add(m, ctx, 50)
+    gc.collect()
+    gc.collect()
+    assert not any(gc.is_tracked(r) for r in m.mirror(ctx))
     m.close()

@@ -529,6 +529,9 @@ class RefinementPhase:
 
     STEPS = ("scrub", "final", "outcome", "post_outcome")
 
+    def __init__(self) -> None:
+        self._propagated: set[tuple[str | None, str]] = set()  # (node, symptom) removals applied
+
     def apply(self, state: AttributionState) -> None:
         state.stream.phase = "refine"
         for step in self.STEPS:
@@ -543,12 +546,19 @@ class RefinementPhase:
     def scrub(self, state: AttributionState) -> None:
         reg = state.engine.registry
         node_sets: dict[str | None, SymptomSet] = {}
+        carried: dict[tuple[str | None, str], list[int]] = {}  # (node, symptom) -> event ids, first seen first
         for e in state.stream.bad_events():
             if e.symptom:
-                node_set = node_sets.get(e.node)
-                if node_set is None:
-                    node_set = node_sets[e.node] = SymptomSet(reg, e.node, state.trace, "refine:SCRUB")
-                node_set.put(e.symptom, e.node, e.id)
+                ids = carried.get((e.node, e.symptom))
+                if ids is None:
+                    carried[(e.node, e.symptom)] = [e.id]
+                else:
+                    ids.append(e.id)
+        for (node, symptom), ids in carried.items():
+            node_set = node_sets.get(node)
+            if node_set is None:
+                node_set = node_sets[node] = SymptomSet(reg, node, state.trace, "refine:SCRUB")
+            node_set.put_many(symptom, node, ids)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
@@ -584,15 +594,23 @@ class RefinementPhase:
         return job_set
 
     def _back_propagate(self, state: AttributionState, job_set: SymptomSet) -> None:
-        """Apply symptom removals (job-wide and per node) to the bad-node events."""
+        """Apply symptom removals (job-wide and per node) to the bad-node events.
+
+        A (node, symptom) once applied is not looked at again (after FINAL, again
+        after POST_OUTCOME): its bad events are gone or demoted, and refiners (the
+        stream frozen) cannot make more."""
         stream = state.stream
         prev = stream.phase
+        done = self._propagated
         for node, s in state.node_sets.items():
             for sym in s.recorded():
+                if (node, sym) in done:
+                    continue
                 job_wide = job_set.removal(sym)
                 removal = job_wide or s.removal(sym)
                 if removal is None:
                     continue
+                done.add((node, sym))
                 events = [e for e in stream.events(s.event_ids(sym)) if e.is_bad]
                 stream.phase = job_set.phase if job_wide is not None else s.phase
                 if removal.action == "discard":

@@ -9,7 +9,7 @@ remaining symptom to root cause and outcome.  No SQL here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.engine.store import TraceEntry
@@ -38,20 +38,28 @@ class SymptomSet:
     # ---- building (the phase runner) ----
     def put(self, symptom: str, node: str | None, event_id: int | None = None) -> None:
         """Record that `node` carries `symptom` (through event `event_id`, if any)."""
-        self._nodes.setdefault(symptom, set()).add(node)
-        if event_id is not None:
-            self._events.setdefault(symptom, []).append(event_id)
+        self.put_many(symptom, node, () if event_id is None else (event_id,))
 
     _put = put  # the former private name
+
+    def put_many(self, symptom: str, node: str | None, event_ids: Iterable[int]) -> None:
+        """Record that `node` carries `symptom` through these events (in this order)."""
+        nodes = self._nodes.get(symptom)
+        if nodes is None:
+            nodes = self._nodes[symptom] = set()
+        nodes.add(node)
+        ids = self._events.get(symptom)
+        if ids is None:
+            ids = list(event_ids)
+            if ids:
+                self._events[symptom] = ids
+        else:
+            ids.extend(event_ids)
 
     def merge(self, other: "SymptomSet", node: str | None) -> None:
         """Add every active symptom of `other` as carried by `node` (with its events)."""
         for sym in other.symptoms():
-            ids = other.event_ids(sym)
-            for eid in ids:
-                self.put(sym, node, eid)
-            if not ids:
-                self.put(sym, node, None)
+            self.put_many(sym, node, other.event_ids(sym))
 
     def recorded(self) -> list[str]:
         """Every symptom ever put, removed or not, in the order first put."""

@@ -26,7 +26,7 @@ from rulekit.engine.phases import (
     RefinementPhase,
     ReportPhase,
 )
-from rulekit.engine.store import EventManager, TraceEntry
+from rulekit.engine.store import EventManager, TraceEntry, paused_gc
 from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
@@ -86,7 +86,12 @@ class Session:
         return added
 
     def attribute(self, with_trace: bool = False) -> dict[str, Any]:
-        """Filter, refine, collect and report over everything ingested so far."""
+        """Filter, refine, collect and report over everything ingested so far
+        (without cyclic garbage collection passes in the middle: `paused_gc`)."""
+        with paused_gc():
+            return self._attribute(with_trace)
+
+    def _attribute(self, with_trace: bool) -> dict[str, Any]:
         self._restore()
         self.manager.checkpoint(self.context_id)
         self._checkpointed = True

@@ -5,19 +5,37 @@ Small lookup tables (`contexts`, `event_types`, `rules`, `obs_sources`,
 the only table that grows per job.  What attribution selects on is a real,
 indexed column — event type, symptom, node (`resources`), rank, timestamp —
 and `payload` (JSON) holds only the rest (fields, provenance, history).
-`EventManager` owns the connection, buffers inserts, spills an in-memory
-database to a private file when it grows large, and checkpoints / restores one
-context's events around attribution (in a main-database table, so a spill
-carries them along).  `EventStream` is the per-job interface filters, refiners
-and collectors use: it decodes the job's events once, on first read, into a
-working set indexed by type and symptom, answers every query from it, and
-writes its changes through to SQLite in one batch whenever the manager reads
-or snapshots the store (`flush()`), so the store stays the truth that
-checkpoint/restore and later readers see.
+`EventManager` owns the connection, numbers events (ids in insert order,
+never reused), buffers inserts, spills an in-memory database to a private file
+when it grows large, and checkpoints / restores one context's events around
+attribution.
+
+Events are read once.  The rows a context inserted are kept as Python rows
+(bounded by `keep_rows`) for as long as they mirror that context's SQLite
+rows, so a working set is built from them without a read back or a JSON round
+trip; a flat `fields` dict (str keys; str/int/float/bool/None values, which
+JSON gives back unchanged) is kept as (keys, values) tuples, keys in the
+sorted order the JSON would give, and encoded only when the row is written.
+Kept rows are plain tuples of atomic values, which the garbage collector stops
+walking.  A context whose SQLite rows changed under the mirror (written-through
+changes) is read from SQLite until a restore puts the checkpointed rows back.
+A mirrored context's checkpoint is its kept rows (SQLite records the
+checkpoint and the rows changed after it; a restore rewrites only those);
+any other, and every checkpoint of a store at a path, is a copy in a
+main-database table (a spill carries it along).
+
+`EventStream` is the per-job interface filters, refiners and collectors use:
+it builds the job's events once, on first read, into a working set indexed by
+type, symptom and node, answers every query from it, and writes its changes
+through to SQLite in one batch whenever the manager reads or snapshots the
+store (`flush()`), so the store stays the truth that checkpoint/restore and
+later readers see.
 Knows nothing about rules beyond their names.
 """
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 import operator
 import os
@@ -26,6 +44,7 @@ import sqlite3
 import tempfile
 import weakref
 from contextlib import contextmanager
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
@@ -58,8 +77,9 @@ CREATE TABLE IF NOT EXISTS events(
     symptom TEXT,
     rank INTEGER,
     payload TEXT);
-CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom);
-CREATE INDEX IF NOT EXISTS events_by_node ON events(context_id, resources);
+-- one index (each costs every insert): attribution reads a context's rows once, into a working
+-- set that answers by type, symptom and node itself
+CREATE INDEX IF NOT EXISTS events_by_context ON events(context_id, event_type, symptom, resources);
 CREATE TABLE IF NOT EXISTS event_repeats(
     id INTEGER PRIMARY KEY,
     context_id INTEGER NOT NULL REFERENCES contexts(id),
@@ -77,9 +97,9 @@ CREATE TABLE IF NOT EXISTS checkpoint_events AS SELECT * FROM events WHERE 0;
 CREATE INDEX IF NOT EXISTS checkpoint_events_by_context ON checkpoint_events(context_id);
 """
 
-_COLUMNS = ("context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, "
+_COLUMNS = ("id, context_id, event_type, source_rule, obs_context_id, timestamp, line_num, source_datum, resources, "
             "symptom, rank, payload")
-_INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+_INSERT = f"INSERT INTO events({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 _COLUMN_KEYS = ("node", "symptom")  # payload keys that live in their own columns
 
 _BAD, _INTERESTING = EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value
@@ -88,9 +108,18 @@ SPILL_BYTES = DEFAULT_SPILL_BYTES  # (EngineOptions.spill_bytes) an in-memory da
 
 
 class EventRow(NamedTuple):
-    """One row of the events table, in `_COLUMNS` order: what `EventManager.row()`
-    builds and `EventManager.add()` buffers (ids, not names; payload as JSON)."""
+    """One row of the events table, in `_COLUMNS` order (ids, not names).
 
+    What `EventManager.row()` builds and `EventManager.add()` buffers and keeps is a
+    plain tuple in this order (`EventRow.of()` names its fields): the 12 columns,
+    the payload as its JSON; or, for a flat payload (`{"fields": flat dict}`), the
+    first 11 columns, None, the fields' sorted keys (one tuple per key set) and
+    then their values, encoded only when the row is written.  Plain tuples of
+    atomic values: the garbage collector stops walking a kept row (a tuple
+    subclass, or a tuple holding a dict, it walks on every full pass), and a row
+    is one object, not three."""
+
+    id: int
     context_id: int
     event_type: int
     source_rule: int | None
@@ -101,7 +130,45 @@ class EventRow(NamedTuple):
     resources: str | None  # the node
     symptom: str | None
     rank: int | None
-    payload: str
+    payload: str | None  # None: a flat payload, in `fields`
+    fields: dict[str, Any] | None = None  # (`of()`) the flat fields, in sorted key order
+
+    @classmethod
+    def of(cls, row: tuple) -> "EventRow":
+        """A row tuple with its fields named (the flat fields as a dict)."""
+        return cls(*row[:12], _row_fields(row))
+
+
+def _row_fields(row: tuple) -> dict[str, Any] | None:
+    """A flat row's fields dict (a fresh one), or None for a row with its payload JSON."""
+    return dict(zip(row[12], row[13:])) if len(row) > 12 else None
+
+
+def _params(row: tuple) -> tuple:
+    """The values `_INSERT` binds for a row tuple (a flat payload encoded now)."""
+    if len(row) == 12:
+        return row
+    return (*row[:11], "".join(_FLAT_ENCODE({"fields": dict(zip(row[12], row[13:]))}, 0)))
+
+
+_FLAT_TYPES = frozenset((str, int, float, bool, type(None)))  # JSON gives these back as they were
+_STR_TYPE = frozenset((str,))
+_SORTED: dict[tuple, tuple] = {}  # a fields dict's keys -> (sorted keys, their getter; None: sorted already)
+
+
+def _sorted_keys(fields: dict[str, Any]) -> tuple[tuple[str, ...], Callable[[dict], tuple] | None]:
+    """A flat fields dict's keys sorted (the order a sort_keys JSON round trip gives)
+    and the getter of their values in that order (None: already sorted); worked out
+    once per key set (an emit's fields have the same keys, and share the one tuple)."""
+    keys = tuple(fields)
+    how = _SORTED.get(keys)
+    if how is None:
+        order = tuple(sorted(keys))
+        how = (keys, None) if order == keys or len(keys) < 2 else (order, operator.itemgetter(*order))
+        if len(_SORTED) > 4096:
+            _SORTED.clear()
+        _SORTED[keys] = how
+    return how
 
 
 @dataclass(slots=True)
@@ -160,13 +227,14 @@ class EventManager:
     """Owns the SQLite connection shared by every job context in one process."""
 
     def __init__(self, rule_names: Iterable[str] = (), path: str | None = None, buffer_size: int = DEFAULT_BUFFER_SIZE,
-                 spill_threshold: int = DEFAULT_SPILL_ROWS, spill_bytes: int = SPILL_BYTES):
+                 spill_threshold: int = DEFAULT_SPILL_ROWS, spill_bytes: int = SPILL_BYTES,
+                 keep_rows: int | None = None):
         self.path = path
         self._private_dir: str | None = None
         self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
         self.conn.executescript(SCHEMA)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
-        self._buffer: list[EventRow] = []
+        self._buffer: list[tuple] = []  # rows (see EventRow)
         self.buffer_size = buffer_size
         self.spill_threshold = spill_threshold  # rows, or
         self.spill_bytes = spill_bytes  # bytes of database pages
@@ -174,6 +242,19 @@ class EventManager:
         self._closed = False
         self.streams: "weakref.WeakSet[EventStream]" = weakref.WeakSet()  # holding a working set
         self.pending: set[EventStream] = set()  # with changes not yet written (held until written)
+        # the rows each context inserted, while they mirror its SQLite rows (see the module docstring)
+        self.keep_rows = spill_threshold if keep_rows is None else keep_rows  # rows kept at most, all contexts
+        self._kept: dict[int, list[tuple]] = {}
+        self._kept_count = 0
+        self._kept_unsorted: set[int] = set()
+        self._diverged: set[int] = set()  # kept, but SQLite changed under them (until a restore)
+        # context -> its kept rows when checkpointed (while mirroring): what a restore makes it again
+        self._kept_at_checkpoint: dict[int, list[tuple]] = {}
+        # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
+        self._undo: dict[int, tuple[int, set[int]]] = {}
+        self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
+            "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
+            "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
         self.conn.execute("BEGIN")
         for et in EventType:
             self.lookup("event_types", et.value)
@@ -206,7 +287,13 @@ class EventManager:
         return row[0] if row else None
 
     def context(self, name: str) -> int:
-        return self.lookup("contexts", name)
+        """The id of a job context; a new one's rows are kept (mirrored) from the start."""
+        known = name in self._ids["contexts"] or self.conn.execute(
+            "SELECT 1 FROM contexts WHERE name = ?", (name,)).fetchone() is not None
+        cid = self.lookup("contexts", name)
+        if not known and self._kept_count < self.keep_rows:
+            self._kept[cid] = []
+        return cid
 
     def observation_context(self, context_id: int, source: str, fmt: str, t_start: str | None = None,
                             t_end: str | None = None, label: str | None = None) -> int:
@@ -216,19 +303,62 @@ class EventManager:
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     # ---- inserts ----
-    def add(self, row: "EventRow") -> None:
+    def add(self, row: tuple) -> None:
         """Buffer one event row (`row()` builds it; extraction path: write-only,
-        flushed in batches of `buffer_size`)."""
+        flushed in batches of `buffer_size`) and keep it for the context's mirror."""
         self._buffer.append(row)
+        kept = self._kept.get(row[1])
+        if kept is not None:
+            if self._kept_count >= self.keep_rows:
+                self._drop_kept()
+            else:
+                if kept and kept[-1][0] > row[0]:
+                    self._kept_unsorted.add(row[1])
+                    undo = self._undo.get(row[1])
+                    if undo is not None and row[0] < undo[0]:  # numbered before the checkpoint, added after:
+                        undo[1].add(row[0])  # a restore deletes it like any row added since
+                kept.append(row)
+                self._kept_count += 1
         if len(self._buffer) >= self.buffer_size:
             self.flush()
 
+    def _drop_kept(self) -> None:
+        """Past `keep_rows`: keep no more rows; every context is read from SQLite."""
+        self._snapshot_in_sql()
+        self._kept.clear()
+        self._diverged.clear()
+        self._kept_at_checkpoint.clear()
+        self._kept_count = self.keep_rows  # and none is kept again
+
+    def mirror(self, context_id: int) -> list[tuple] | None:
+        """The context's rows (tuples in `EventRow` order) in id order when they
+        mirror its SQLite rows (after a flush), else None."""
+        kept = self._kept.get(context_id)
+        if kept is None or context_id in self._diverged:
+            return None
+        if context_id in self._kept_unsorted:  # rows added out of the order row() numbered them
+            self._kept_unsorted.discard(context_id)
+            kept.sort(key=_first)
+        return kept
+
+    def diverged(self, context_id: int, ids: Iterable[int] = ()) -> None:
+        """The context's SQLite rows `ids` were changed or deleted other than by
+        `add()`: stop mirroring (until a restore), and note them for the restore."""
+        if context_id in self._kept:
+            self._diverged.add(context_id)
+        undo = self._undo.get(context_id)
+        if undo is not None:
+            undo[1].update(ids)
+
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
-            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> "EventRow":
-        """The one builder of an events-table row: node, symptom and `fields["rank"]`
-        (when an int) go to their own columns; the payload column is the JSON of
-        {"fields": fields, **extra} (`extra`: "added_by", "cause_event", ...)."""
+            symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> tuple:
+        """The one builder of an events-table row, numbered with the manager's next
+        event id (add it: an id is never used twice): node, symptom and
+        `fields["rank"]` (when an int) go to their own columns; the payload column
+        is the JSON of {"fields": fields, **extra} (`extra`: "added_by",
+        "cause_event", ...), encoded when the row is written if `fields` is flat
+        (no extra), else now.  A plain tuple: see `EventRow`."""
         ids = self._ids
         et = ids["event_types"].get(event_type)
         if et is None:
@@ -241,16 +371,26 @@ class EventManager:
         rank = fields.get("rank") if fields else None
         if rank is not None and (type(rank) is not int):
             rank = rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+        eid = self._next_id
+        self._next_id = eid + 1
+        if (not extra and fields is not None and _STR_TYPE.issuperset(map(type, fields))
+                and _FLAT_TYPES.issuperset(map(type, fields.values()))):
+            # the key order the JSON (sort_keys) gives back; values copied, the caller's dict stays its own
+            order, getter = _sorted_keys(fields)
+            return (eid, context_id, et, rid, obs_context_id, timestamp, line_num,
+                    datum if datum is None or len(datum) <= MAX_DATUM else _clip(datum), node, symptom, rank, None,
+                    order, *(fields.values() if getter is None else getter(fields)))
         body: dict[str, Any] = {"fields": fields} if fields is not None else {}
         if extra:
             body.update(extra)
-        return EventRow(context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
-                        _ENCODER.encode(body))
+        return (eid, context_id, et, rid, obs_context_id, timestamp, line_num, _clip(datum), node, symptom, rank,
+                _ENCODER.encode(body))
 
-    def insert_now(self, row: "EventRow") -> int:
+    def insert_now(self, row: tuple) -> int:
+        """Write one row now (with everything buffered before it); returns its id."""
+        self.add(row)
         self.flush()
-        cur = self.conn.execute(_INSERT, row)
-        return int(cur.lastrowid)  # type: ignore[arg-type]
+        return row[0]
 
     def execute_many(self, sql: str, rows: list[tuple]) -> None:
         """Run one statement over many rows in one transaction (attribution's changes)."""
@@ -270,8 +410,10 @@ class EventManager:
             return
         rows, self._buffer = self._buffer, []
         self.conn.execute("BEGIN")
-        self.conn.executemany(_INSERT, rows)
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.executemany(_INSERT, map(_params, rows))
+        finally:
+            self.conn.execute("COMMIT")
         if self.path is None and self._private_dir is None:
             self._rows_in_memory += len(rows)
             if self._rows_in_memory > self.spill_threshold or self._db_bytes() > self.spill_bytes:
@@ -321,30 +463,71 @@ class EventManager:
 
     # ---- checkpoints ----
     def checkpoint(self, context_id: int) -> None:
-        """Snapshot one context's events (kept in the main database: a spill to a
-        file copies it along; temp tables would be lost)."""
+        """Snapshot one context's events.  A context whose kept rows mirror it (in an
+        in-memory or spilled store) is snapshotted by those rows: SQLite records that
+        there is a checkpoint, and which rows change after it (`diverged`), and a
+        restore rewrites only those.  Any other is copied in the main database (a
+        spill copies it along; temp tables would be lost), as is every context of a
+        store at a given path (its checkpoints outlive this manager)."""
         self.flush()
+        kept = self.mirror(context_id)
         self.conn.execute("BEGIN")
         self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
-        self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
+        if kept is None or self.path is not None:
+            self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
+            self._undo.pop(context_id, None)
+        else:
+            self._undo[context_id] = (self._next_id, set())
         self.conn.execute("COMMIT")
+        if kept is not None:
+            self._kept_at_checkpoint[context_id] = kept[:]
+        else:
+            self._kept_at_checkpoint.pop(context_id, None)
+
+    def _snapshot_in_sql(self) -> None:
+        """Copy the in-memory checkpoints into the database (their kept rows are
+        about to go): the checkpointed rows as they were, from the kept rows."""
+        for context_id, _undo in list(self._undo.items()):
+            self.execute_many(f"INSERT INTO checkpoint_events({_COLUMNS}) VALUES ({','.join('?' * 12)})",
+                              [_params(r) for r in self._kept_at_checkpoint[context_id]])
+        self._undo.clear()
 
     def restore(self, context_id: int) -> None:
         """Put back the context's snapshot (if any) and drop it."""
         exists = self.conn.execute("SELECT 1 FROM checkpoints WHERE context_id = ?", (context_id,)).fetchone()
         if not exists:
             return
-        self.flush()
-        for s in list(self.streams):  # their working sets describe the state being undone
-            if s.context_id == context_id:
+        for s in list(self.streams):  # their working sets describe the state being undone (and their
+            if s.context_id == context_id:  # changes need no write: the context's rows are replaced)
                 s.forget()
+        self.flush()
+        undo = self._undo.pop(context_id, None)
+        kept = self._kept.get(context_id)
+        snapshot = self._kept_at_checkpoint.pop(context_id, None)
         self.conn.execute("BEGIN")
-        self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
-        self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
-        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+        if undo is not None and kept is not None and snapshot is not None:
+            # undo what changed since: rows added after it go, rows changed are written as they were
+            first_new, touched = undo
+            self.conn.execute("DELETE FROM events WHERE context_id = ? AND id >= ?", (context_id, first_new))
+            if touched:
+                self.conn.executemany("DELETE FROM events WHERE id = ?", [(i,) for i in touched])
+                self.conn.executemany(_INSERT, [_params(r) for r in snapshot if r[0] in touched])
+        else:
+            self.conn.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
+            self.conn.execute("INSERT INTO events SELECT * FROM checkpoint_events WHERE context_id = ?", (context_id,))
+            self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
+        if kept is not None:
+            self._kept_count -= len(kept)
+            if snapshot is None:  # the checkpoint was not mirrored: nor is what it restored
+                del self._kept[context_id]
+            else:  # the rows kept since the checkpoint are gone from SQLite too
+                self._kept[context_id] = snapshot
+                self._kept_count += len(snapshot)
+            self._diverged.discard(context_id)
+            self._kept_unsorted.discard(context_id)
 
     def count(self, context_id: int | None = None) -> int:
         self.flush()
@@ -368,6 +551,7 @@ class EventManager:
             else:
                 self._buffer.clear()
                 self.pending.clear()
+            self._kept.clear()
             self.conn.close()
         finally:
             if self._private_dir:
@@ -382,6 +566,10 @@ class EventManager:
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps(**options) builds one per call
+# the C encoder `_ENCODER.encode` builds on every call, built once, for flat payloads (no
+# circular check, no default: a flat dict needs neither); same text as `_ENCODER`
+_FLAT_ENCODE = c_make_encoder(None, str, encode_basestring_ascii, None, ": ", ", ", True, False, True) \
+    if c_make_encoder is not None else (lambda o, _level: [_ENCODER.encode(o)])
 
 
 def encode_payload(payload: dict[str, Any]) -> str:
@@ -427,6 +615,7 @@ _loads = json.JSONDecoder().decode
 
 
 def _decode(row: tuple, names: _Names) -> Event:
+    """An Event from a row read back from SQLite (`_SELECT`)."""
     eid, etype, rule, node, ts, line_num, datum, raw, oc, symptom = row
     payload = _loads(raw) if raw else {}
     payload["node"] = node
@@ -435,6 +624,43 @@ def _decode(row: tuple, names: _Names) -> Event:
     # positional, in Event's field order (the working set decodes every event of a job)
     return Event(eid, names.types[etype], names.rules.get(rule) if rule is not None else None, node, symptom, ts,
                  line_num, datum, source, fmt, label, payload, oc)
+
+
+def _from_rows(rows: Iterable[tuple], names: _Names) -> Iterator[Event]:
+    """Events from kept rows: the same values `_decode` gives for them once written
+    (a flat fields dict is copied, not round-tripped through JSON)."""
+    types, rules, obs = names.types, names.rules, {}
+    for row in rows:
+        eid, _ctx, etype, rule, oc, ts, line_num, datum, node, symptom, _rank, raw = row[:12]
+        if raw is None:
+            payload = {"fields": dict(zip(row[12], row[13:])), "node": node, "symptom": symptom}
+        else:
+            payload = _loads(raw) if raw else {}
+            payload["node"] = node
+            payload["symptom"] = symptom
+        where = obs.get(oc)
+        if where is None:
+            where = obs[oc] = names.obs_of(oc)
+        yield Event(eid, types[etype], rules.get(rule) if rule is not None else None, node, symptom, ts, line_num,
+                    datum, where[0], where[1], where[2], payload, oc)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (if it was on: it is back on after).
+
+    Attribution builds tens of thousands of events, dicts and trace entries that
+    live to its end and form no cycles; collections in the middle only walk them
+    (a fifth of `attribute()`'s CPU at 45k events).  Cyclic garbage made inside
+    the block is collected by the first collection after it."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class ReadOnlyStreamError(RuntimeError):
@@ -457,8 +683,23 @@ class _WorkingSet:
         self._unsorted_symptoms: set[str | None] = set()
         self.dirty: dict[int, Event] = {}  # changed since the last write-through
         self.deleted: list[int] = []
-        for e in events:
-            self.put(e)
+        by_id, by_type, by_symptom, by_node = self.by_id, self.by_type, self.by_symptom, self.by_node
+        with paused_gc():  # a job's events in one go, none of them cyclic: no collection passes over them midway
+            for e in events:
+                i = e.id
+                by_id[i] = e
+                d = by_type.get(e.event_type)
+                if d is None:
+                    d = by_type[e.event_type] = {}
+                d[i] = e
+                d = by_symptom.get(e.symptom)
+                if d is None:
+                    d = by_symptom[e.symptom] = {}
+                d[i] = e
+                d = by_node.get(e.node)
+                if d is None:
+                    d = by_node[e.node] = {}
+                d[i] = e
 
     def put(self, e: Event) -> None:
         self.by_id[e.id] = e
@@ -508,7 +749,9 @@ class _WorkingSet:
 
 
 _type_name = event_type_name
+_trace_entry = tuple.__new__  # TraceEntry(...) without the generated __new__'s call
 _by_id = operator.attrgetter("id")
+_first = operator.itemgetter(0)
 
 
 class EventStream:
@@ -533,7 +776,11 @@ class EventStream:
             self.manager.flush()
             conn = self.manager.conn
             names = _Names(conn, self.context_id)
-            self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
+            kept = self.manager.mirror(self.context_id)
+            if kept is not None:  # the rows this context inserted: no read back, no JSON round trip
+                self._ws = _WorkingSet(_from_rows(kept, names))
+            else:
+                self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
             self.manager.streams.add(self)
         return self._ws
 
@@ -583,6 +830,7 @@ class EventStream:
         ws.dirty, ws.deleted = {}, []
         self.manager.pending.discard(self)
         m = self.manager
+        m.diverged(self.context_id, itertools.chain(deleted, dirty))
         m.execute_many("DELETE FROM events WHERE id = ? AND context_id = ?", [(i, self.context_id) for i in deleted])
         m.execute_many("UPDATE events SET event_type = ?, symptom = ?, payload = ? WHERE id = ? AND context_id = ?",
                        [(m.lookup("event_types", e.event_type), e.symptom, encode_payload(e.payload), e.id,
@@ -692,15 +940,16 @@ class EventStream:
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
                     spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
                     dict(spec.fields), extra)
-        eid = m.insert_now(row)
-        self.trace.append(TraceEntry(self.phase, rule, "add", eid, symptom, node, reason))
+        m.add(row)  # buffered like any insert: written (and numbered) before any read of the store
+        r = EventRow.of(row)
+        self.trace.append(TraceEntry(self.phase, rule, "add", r.id, symptom, node, reason))
         # what a read of the row gives back: the stored (clipped, JSON-normalised) values
-        stored = json.loads(row.payload)
+        stored = _loads(r.payload) if r.payload is not None else {"fields": r.fields}
         stored["node"], stored["symptom"] = node, symptom
-        ev = Event(id=eid, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=row.timestamp,
-                   line_num=row.line_num, datum=row.source_datum, source=cause.source if cause else None,
+        ev = Event(id=r.id, event_type=etype, rule=rule, node=node, symptom=symptom, timestamp=r.timestamp,
+                   line_num=r.line_num, datum=r.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
-                   payload=stored, obs_context_id=row.obs_context_id)
+                   payload=stored, obs_context_id=r.obs_context_id)
         ws.put(ev)
         return ev
 
@@ -721,19 +970,33 @@ class EventStream:
         ws = self._set()
         n = 0
         frm_type, to_type = frm.value, to.value
+        by_id, dirty, trace, phase = ws.by_id, ws.dirty, self.trace, self.phase
+        src = ws.by_type.get(frm_type, {})
+        dst = ws.by_type.setdefault(to_type, {})
+        demote = action == "demote"
         for given in events:
-            e = ws.by_id.get(given.id)
+            e = by_id.get(given.id)
             if e is None or e.event_type != frm_type:
                 continue
-            e.payload.setdefault("history", []).append({"rule": rule, "action": action, "reason": reason})
-            if action == "demote":
-                e.payload["demoted_by"] = rule
-            ws.retype(e, to_type)
+            i = e.id
+            payload = e.payload
+            history = payload.get("history")
+            if history is None:
+                history = payload["history"] = []
+            history.append({"rule": rule, "action": action, "reason": reason})
+            if demote:
+                payload["demoted_by"] = rule
+            # the working set's retype, inline (a filter or back-propagation moves thousands)
+            src.pop(i, None)
+            e.event_type = to_type
+            dst[i] = e
+            dirty[i] = e
             if given is not e:  # a caller's copy stays in step
-                given.event_type, given.payload = e.event_type, e.payload
+                given.event_type, given.payload = to_type, payload
             n += 1
-            self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
+            trace.append(_trace_entry(TraceEntry, (phase, rule, action, i, e.symptom, e.node, reason)))
         if n:
+            ws._unsorted.add(to_type)
             self.manager.pending.add(self)
         return n
 
