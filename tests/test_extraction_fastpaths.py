@@ -125,3 +125,35 @@ def test_fewer_collections_restores_the_thresholds_also_from_threads():
     finally:
         gc.set_threshold(*before)
     assert linectx._NCCL_TAIL.pattern.startswith(":")  # the pre-check starts with a literal (C-speed search)
+
+
+def test_paused_gc_nests_across_threads_and_keeps_a_users_off():
+    from rulekit.engine.gcpolicy import paused_gc
+
+    assert gc.isenabled()
+    barrier = threading.Barrier(3)
+    inside: list[bool] = []
+
+    def work():
+        with paused_gc():
+            barrier.wait()
+            inside.append(gc.isenabled())
+            barrier.wait()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    with paused_gc():
+        barrier.wait()
+        inside.append(gc.isenabled())
+        barrier.wait()
+    for t in threads:
+        t.join()
+    assert inside == [False] * 3 and gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # off before: still off
+    finally:
+        gc.enable()

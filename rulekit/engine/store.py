@@ -34,7 +34,6 @@ Knows nothing about rules beyond their names.
 """
 from __future__ import annotations
 
-import gc
 import itertools
 import json
 import operator
@@ -51,6 +50,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
+from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attribution pauses collections too)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -643,24 +643,6 @@ def _from_rows(rows: Iterable[tuple], names: _Names) -> Iterator[Event]:
             where = obs[oc] = names.obs_of(oc)
         yield Event(eid, types[etype], rules.get(rule) if rule is not None else None, node, symptom, ts, line_num,
                     datum, where[0], where[1], where[2], payload, oc)
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (if it was on: it is back on after).
-
-    Attribution builds tens of thousands of events, dicts and trace entries that
-    live to its end and form no cycles; collections in the middle only walk them
-    (a fifth of `attribute()`'s CPU at 45k events).  Cyclic garbage made inside
-    the block is collected by the first collection after it."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class ReadOnlyStreamError(RuntimeError):

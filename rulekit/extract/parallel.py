@@ -34,7 +34,8 @@ from typing import Any, Callable, Iterator
 
 from rulekit.extract.scan import CHUNK_SIZE, Hit, Scanner, iter_chunks
 
-PARALLEL_MIN_BYTES = 48 << 20  # below this a worker's start (its scanner warming up) costs more than it saves
+PARALLEL_MIN_BYTES = 24 << 20  # below this a worker's start (its scanner warming up) costs more than it saves:
+# bench/attribute_vs_rg.py chunks section, idle: 16 MiB even, 32 MiB 1.14x (realistic), 64 MiB 1.2x
 MAX_WORKERS = 4
 
 _SCANNER: Scanner | None = None  # what the forked workers scan with (set just before they fork)
