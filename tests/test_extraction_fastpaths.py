@@ -96,27 +96,30 @@ def test_a_stamped_line_past_the_repeat_cap_is_carried_from():
     assert all('"carried_ts": "' in r[2] and "03:12:04" in r[2] for r in unstamped), unstamped
 
 
-def test_fewer_collections_restores_the_thresholds_also_from_threads():
-    before = gc.get_threshold()
-    barrier = threading.Barrier(4)
-    seen: list[int] = []
+def _inside_overlapping(cm, probe, threads: int = 3) -> list:
+    """`probe()` read inside `cm()` entered by this thread and `threads` others, all
+    inside at once (their blocks overlap), and left in turn."""
+    barrier = threading.Barrier(threads + 1)
+    seen: list = []
 
     def work():
-        with fewer_collections():
+        with cm():
             barrier.wait()
-            seen.append(gc.get_threshold()[0])
+            seen.append(probe())
             barrier.wait()
 
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
+    others = [threading.Thread(target=work) for _ in range(threads)]
+    for t in others:
         t.start()
-    with fewer_collections():
-        barrier.wait()
-        seen.append(gc.get_threshold()[0])
-        barrier.wait()
-    for t in threads:
+    work()
+    for t in others:
         t.join()
-    assert seen == [max(THRESHOLD0, before[0])] * 4
+    return seen
+
+
+def test_fewer_collections_restores_the_thresholds_also_from_threads():
+    before = gc.get_threshold()
+    assert _inside_overlapping(fewer_collections, lambda: gc.get_threshold()[0]) == [max(THRESHOLD0, before[0])] * 4
     assert gc.get_threshold() == before
     gc.set_threshold(0)
     try:
@@ -131,25 +134,7 @@ def test_paused_gc_nests_across_threads_and_keeps_a_users_off():
     from rulekit.engine.gcpolicy import paused_gc
 
     assert gc.isenabled()
-    barrier = threading.Barrier(3)
-    inside: list[bool] = []
-
-    def work():
-        with paused_gc():
-            barrier.wait()
-            inside.append(gc.isenabled())
-            barrier.wait()
-
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for t in threads:
-        t.start()
-    with paused_gc():
-        barrier.wait()
-        inside.append(gc.isenabled())
-        barrier.wait()
-    for t in threads:
-        t.join()
-    assert inside == [False] * 3 and gc.isenabled()
+    assert _inside_overlapping(paused_gc, gc.isenabled, threads=2) == [False] * 3 and gc.isenabled()
     gc.disable()
     try:
         with paused_gc():
