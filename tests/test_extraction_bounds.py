@@ -32,6 +32,7 @@ def _run(engine, n: int, group_cap: int):
     with Session(engine, job, group_cap=group_cap) as s:
         s.ingest_batch(observations)
         result = s.attribute()
+        s.manager.flush()  # (an in-memory store writes its rows when asked: `EventManager.flush`)
         per_group = s.manager.conn.execute(
             "SELECT MAX(c) FROM (SELECT COUNT(*) AS c FROM events GROUP BY source_rule, event_type, symptom, "
             "resources)").fetchone()[0]

@@ -373,3 +373,46 @@ def test_kept_rows_are_left_alone_by_the_garbage_collector():
     gc.collect()
     assert not any(gc.is_tracked(r) for r in m.mirror(ctx))
     m.close()
+
+
+def _sql_rows(m: EventManager) -> int:
+    return m.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+
+
+def test_a_one_shot_attribution_writes_no_event_row_and_gives_what_a_written_store_gives(bundled, tmp_path):
+    """An in-memory store keeps a mirrored context's rows out of SQLite until SQLite is
+    asked for them: extracting and attributing once writes none, and the result is the
+    one a store that writes every row (at a path) gives; then `flush()` writes them,
+    and a second attribution (a restore) and a third give the same again."""
+    jd = read_job_dir(EXAMPLE)
+    with Session(bundled, jd.job) as s:
+        s.ingest_batch(jd.observations)
+        first = s.attribute()
+        assert _sql_rows(s.manager) == 0 and len(s.manager._late) > 10
+        s.manager.flush()
+        assert _sql_rows(s.manager) > 10 and not s.manager._late
+        assert s.attribute() == first == s.attribute()
+    on_disk = EventManager(bundled.rule_names(), path=str(tmp_path / "events.sqlite"))
+    jd = read_job_dir(EXAMPLE)
+    with Session(bundled, jd.job, manager=on_disk) as s:
+        s.ingest_batch(jd.observations)
+        assert _sql_rows(on_disk) > 10  # a store at a path writes as it goes
+        assert s.attribute() == first
+    on_disk.close()
+
+
+def test_rows_waiting_are_written_before_a_change_reaches_sqlite(bundled):
+    """A change written through to SQLite (a demote, a discard) finds its row there."""
+    m = EventManager(bundled.rule_names())
+    ctx = m.context("job")
+    _add(m, ctx, 5)
+    m.flush(rows_may_wait=True)
+    assert _sql_rows(m) == 0
+    stream = m.stream(ctx)
+    with stream.running("test"):
+        stream.discard(stream.query()[:2])
+        stream.demote(stream.query()[:1])
+    m.flush()
+    rows = m.conn.execute("SELECT id, event_type FROM events ORDER BY id").fetchall()
+    assert [r[0] for r in rows] == [3, 4, 5] and rows[0][1] == m.lookup("event_types", EventType.INTERESTING_NODE.value)
+    m.close()

@@ -258,7 +258,7 @@ class ExtractionPhase:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
                                       for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
             self._repeats.clear()
-        self.manager.flush()
+        self.manager.flush(rows_may_wait=True)
         return self.added - before
 
     def _extract(self, obs: Observation, plan: ScanPlan, scanned: Iterator[tuple[bytes, list, Any]], oc: int,
