@@ -219,15 +219,17 @@ class ExtractionPhase:
             extra["_ts"] = ts
         return self._node_of(obs, line, rank), extra
 
-    def _node_of(self, obs: Observation, line: str, rank: int | None) -> str | None:
-        """The node a line belongs to: declared, else its printing host, else its rank's, else the job's only one."""
+    def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
+        """The node a line belongs to: declared, else its printing host (`host_name`:
+        the line's, when already read), else its rank's, else the job's only one."""
         if obs.node:
             return obs.node
         if obs.source == "scheduler":
             return None  # the record's own lines: only the node JobInfo names
-        host_name = host_of(line)
+        if host_name is _NOT_READ:
+            host_name = host_of(line)
         if host_name:
-            host = self.engine.config.canonical_node(host_name)
+            host = self._canonical_node(host_name)
             if host and (not self.node_set or host in self.node_set):
                 return host
         if rank is not None:
@@ -283,7 +285,7 @@ class ExtractionPhase:
                 if facts is not None:
                     f = facts[k]
                     if f[3] is INHERIT:
-                        f = (f[0], f[1], f[2], inherited)
+                        f = (f[0], f[1], f[2], inherited, f[4])
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
                     ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
@@ -335,9 +337,9 @@ class ExtractionPhase:
         their canonical names) is computed once (`_EmitPlan`)."""
         if facts is None:
             ts, uptime = timestamp_of(line, self.year)
-            rank = carried = _NOT_READ
+            rank = carried = host = _NOT_READ
         else:
-            ts, uptime, rank, carried = facts
+            ts, uptime, rank, carried, host = facts
         plan = self._plan(rule)
         if plan.lookup or None in caps.values():
             values: dict[str, Any] = dict(plan.lookup)
@@ -352,8 +354,9 @@ class ExtractionPhase:
             if rendered:
                 node = self._canonical_node(rendered)
         if node is None and not rendered:
-            rank = rank_of(line)
-            node = self._node_of(obs, line, rank)
+            if rank is _NOT_READ:
+                rank = rank_of(line)
+            node = self._node_of(obs, line, rank, host)
         symptom = plan.symptom if plan.symptom_const else plan.symptom_of(values)
         etype = plan.etype
         group = (rule.name, etype, symptom, node)
@@ -392,15 +395,15 @@ class ExtractionPhase:
                            facts: "tuple | Callable[[], str | None]") -> str | None:
         """Start an accumulator on its trigger line and feed it the rest of the chunk
         (still running: appended to `active`); returns the line's own timestamp.
-        `facts`: the line's (timestamp, uptime, rank, carried), or a function giving
+        `facts`: the line's (timestamp, uptime, rank, carried, host), or a function giving
         the carried timestamp (looked up only for a line without its own)."""
         if callable(facts):
             node, extra = self.resolve_node(obs, line)
             ts, rank = extra.get("_ts"), extra.get("rank")
             carried = facts() if ts is None else None
         else:
-            ts, _uptime, rank, carried = facts
-            node = self._node_of(obs, line, rank)
+            ts, _uptime, rank, carried, host = facts
+            node = self._node_of(obs, line, rank, host)
         ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried

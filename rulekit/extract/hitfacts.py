@@ -1,5 +1,5 @@
 """What each hit's line says of itself and of where it stands in its file: its own
-timestamp and kernel uptime, its rank prefix, and the timestamp carried from the
+timestamp and kernel uptime, its rank prefix, its printing host, and the timestamp carried from the
 nearest earlier stamped line (`TimeCarry`).
 
 Extraction reads these one hit at a time, lazily (only what a stored event
@@ -15,14 +15,14 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from rulekit.extract.linectx import rank_of, timestamp_of
+from rulekit.extract.linectx import host_of, rank_of, timestamp_of
 from rulekit.extract.scan import decode_line
 
 LOOKBACK = 64 * 1024
 _LAST_CLOCK = re.compile(rb"(?s:.*)\d\d:\d\d:\d\d")
 INHERIT = False  # "the carried timestamp from before this chunk" (a value is a str or None)
 
-Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | None)
+Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | None, printing host)
 
 
 class TimeCarry:
@@ -93,5 +93,5 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None) -> tuple[
         ts, uptime = timestamp_of(line, year)
         carried = carry.before(chunk, start) if ts is None else None
         carry.saw(ts, end)
-        out.append((ts, uptime, rank_of(line), carried))
+        out.append((ts, uptime, rank_of(line), carried, host_of(line)))
     return out, carry.ts
