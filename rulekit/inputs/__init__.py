@@ -1,5 +1,6 @@
 """Job records and evidence readers: the one job-record schema (`jobrecord`; its
-pydantic models in `jobrecord_model`, the metric wire form's in `metrics_model`),
+field rules in `jobrecord_rules`, its pydantic models in `jobrecord_model`, the
+metric wire form's in `metrics_model`),
 `JobInfo` and its builder, `Observation`, `MetricSeries`, the job-directory
 reader (job.toml, applog/, syslog/, fr/, observations.jsonl), and PyTorch
 flight-recorder dumps (`flight_recorder`: the safe reader; `fr_analysis`: the

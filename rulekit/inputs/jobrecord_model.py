@@ -2,7 +2,8 @@
 describes the rules and re-exports these names): `JobRecord` and its two scheduler
 tables.  The Service embeds `JobRecord` in its request bodies; `parse_job_record`
 uses it for every record its plain reader does not accept.  Each check is the plain
-function of `rulekit.inputs.jobrecord` it calls, so the two readers cannot drift.
+function of `rulekit.inputs.jobrecord_rules` it calls (as the plain reader does), so
+the two readers cannot drift.
 Imported on first use (pydantic costs a start-up ~0.1 s): nothing on the path of
 `rulekit attribute` for a valid job.toml imports it.  Validates only; reads no file.
 """
@@ -14,7 +15,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationInfo, field_validator
 
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.inputs.jobrecord import (
+from rulekit.inputs.jobrecord_rules import (
     ID_MAX,
     NODES_MAX,
     TASKS_PER_NODE_RANGE,

@@ -16,7 +16,7 @@ Metric rules (`[[metric_rule]]`, DSL `metric_rule`) turn series into events.
 
 `MetricRecord` is the JSON / JSONL wire form, validated by pydantic (finite
 numbers, bounded sizes); `to_series()` gives the plain class.  It lives in
-`rulekit.inputs.metrics_model` and is re-exported here on first use (PEP 562):
+`rulekit.inputs.metrics_model` (which imports this module, not the other way):
 pydantic costs a start-up ~0.1 s, which a job without metric records does not
 pay.  No rule evaluation here (that is `rulekit.engine.metrics`); must not import
 pydantic at import time.
@@ -24,18 +24,9 @@ pydantic at import time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 MAX_SAMPLES = 1_000_000
 MAX_LABELS = 64
-
-
-def __getattr__(name: str) -> Any:
-    if name == "MetricRecord":
-        from rulekit.inputs.metrics_model import MetricRecord
-
-        return MetricRecord
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

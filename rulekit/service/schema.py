@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, S
 
 from rulekit.inputs.flight_recorder import FRDumpError, observation_from_record
 from rulekit.inputs.jobrecord import JobRecord
-from rulekit.inputs.metrics import MetricRecord, MetricSeries
+from rulekit.inputs.metrics import MetricSeries
+from rulekit.inputs.metrics_model import MetricRecord
 from rulekit.inputs.observation import Observation
 
 MAX_ITEMS = 100_000
