@@ -1,4 +1,4 @@
-"""Cost of carrying timestamps to unstamped lines (rulekit/engine/ordering.py):
+"""Cost of carrying timestamps to unstamped lines (rulekit/extract/hitfacts.py TimeCarry):
 attribute the padded xid149-nvlink job of bench/attribute_e2e.py in-process,
 alternating the real TimeCarry with one that never looks back, same run.
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE))
 from attribute_e2e import build_job  # noqa: E402
 
 from rulekit import setup_rules  # noqa: E402
-from rulekit.engine import ordering  # noqa: E402
+from rulekit.extract import hitfacts  # noqa: E402
 from rulekit.engine.jobrun import attribute_dir  # noqa: E402
 
 
@@ -31,18 +31,18 @@ def main() -> None:
     a = ap.parse_args()
     job = build_job(HERE / ".data" / f"order-carry-{a.size_mb}", a.size_mb)
     engine = setup_rules()
-    real = ordering.TimeCarry.before
+    real = hitfacts.TimeCarry.before
     variants = {"carry": real, "no-carry": lambda self, chunk, start: None}
     times: dict[str, list[float]] = {k: [] for k in variants}
     attribute_dir(engine, job)  # warm-up (page cache, imports)
     for _ in range(a.rounds):
         for name, fn in variants.items():
-            ordering.TimeCarry.before = fn  # type: ignore[method-assign]
+            hitfacts.TimeCarry.before = fn  # type: ignore[method-assign]
             t = time.perf_counter()
             r = attribute_dir(engine, job)
             times[name].append(time.perf_counter() - t)
             assert r["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY", r["root_cause"]
-    ordering.TimeCarry.before = real  # type: ignore[method-assign]
+    hitfacts.TimeCarry.before = real  # type: ignore[method-assign]
     for name, ts in times.items():
         print(f"{name:9} " + " ".join(f"{t:.2f}s" for t in ts) + f"  median {statistics.median(ts):.2f}s")
     print(f"carry / no-carry (medians): {statistics.median(times['carry']) / statistics.median(times['no-carry']):.3f}")

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from corpora import STALL_RULES, write_rules
+from dask_cluster import two_worker_client
 
 from rulekit.blueprint.config import load_config
 from rulekit.blueprint.connectors.sqlite import SqliteOutput
@@ -36,14 +37,8 @@ TABLES = ("results", "result_nodes", "evidence", "coverage", "components")
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address="127.0.0.1:0", silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
+    with two_worker_client() as c:
         yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 def stall_blueprint(root: Path, lines: dict[str, str]) -> Path:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from corpora import STALL_RULES, write_rules
+from dask_cluster import two_worker_client
 
 from rulekit.executors import CorpusSpec, Job, make_executor
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
@@ -44,18 +45,9 @@ def stall_job(root: Path, name: str, line: str) -> Job:
 
 @pytest.fixture(scope="module")
 def client():
-    import dask
-
     # a task whose workers died twice is lost (the default is 3; the stuck-task test needs fewer)
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address="127.0.0.1:0", silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
+    with two_worker_client({"distributed.scheduler.allowed-failures": 1}) as c:
         yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 @pytest.fixture(scope="module")

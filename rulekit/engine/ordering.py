@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rulekit.extract.hitfacts import LOOKBACK, TimeCarry  # noqa: F401 - re-exported (bench/order_carry.py)
-
 NO_RANK = 1 << 30
 
 

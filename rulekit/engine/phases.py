@@ -37,10 +37,10 @@ from rulekit.rules.model import (
 from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.gcpolicy import fewer_collections
-from rulekit.engine.ordering import TimeCarry, event_order_key
+from rulekit.engine.ordering import event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.hitfacts import INHERIT, chunk_facts
+from rulekit.extract.hitfacts import INHERIT, TimeCarry, chunk_facts
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
@@ -209,16 +209,6 @@ class ExtractionPhase:
         self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
         self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
 
-    def resolve_node(self, obs: Observation, line: str) -> tuple[str | None, dict[str, Any]]:
-        """The line's node and what the line says of itself (rank, uptime, "_ts");
-        the printing host is read only when the node is not declared."""
-        ts, uptime = timestamp_of(line, self.year)
-        rank = rank_of(line)
-        extra = _line_facts({}, rank, uptime, obs)
-        if ts is not None:
-            extra["_ts"] = ts
-        return self._node_of(obs, line, rank), extra
-
     def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
         """The node a line belongs to: declared, else its printing host (`host_name`:
         the line's, when already read), else its rank's, else the job's only one."""
@@ -310,7 +300,10 @@ class ExtractionPhase:
             return ((chunk, [], None) for chunk in obs.chunks(size))
         workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
         if workers:
-            return parallel_scan(obs.path, plan.scanner, workers, size, partial(chunk_facts, year=self.year))
+            # the printing host is read only where `_node_of` would look at it
+            hosts = not obs.node and obs.source != "scheduler"
+            return parallel_scan(obs.path, plan.scanner, workers, size,
+                                 partial(chunk_facts, year=self.year, hosts=hosts))
         scan = plan.scanner.scan
         return ((chunk, scan(chunk), None) for chunk in obs.chunks(size))
 
@@ -398,12 +391,12 @@ class ExtractionPhase:
         `facts`: the line's (timestamp, uptime, rank, carried, host), or a function giving
         the carried timestamp (looked up only for a line without its own)."""
         if callable(facts):
-            node, extra = self.resolve_node(obs, line)
-            ts, rank = extra.get("_ts"), extra.get("rank")
+            ts, _uptime = timestamp_of(line, self.year)
+            rank, host = rank_of(line), _NOT_READ
             carried = facts() if ts is None else None
         else:
             ts, _uptime, rank, carried, host = facts
-            node = self._node_of(obs, line, rank, host)
+        node = self._node_of(obs, line, rank, host)
         ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried

@@ -82,10 +82,12 @@ class TimeCarry:
         self._pos = max(self._pos, end)
 
 
-def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None) -> tuple[list[Facts], Any]:
+def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None,
+                hosts: bool = True) -> tuple[list[Facts], Any]:
     """Every hit's facts, in hit order, as extraction would read them, and the carried
     timestamp after the chunk (INHERIT: the chunk changed nothing).  Each hit's own
-    timestamp is carried from its line on, stored or not."""
+    timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
+    not read (None; the caller's observation declares its node)."""
     carry = TimeCarry(year, INHERIT)
     out: list[Facts] = []
     for start, end, _idx, _caps in hits:
@@ -93,5 +95,5 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None) -> tuple[
         ts, uptime = timestamp_of(line, year)
         carried = carry.before(chunk, start) if ts is None else None
         carry.saw(ts, end)
-        out.append((ts, uptime, rank_of(line), carried, host_of(line)))
+        out.append((ts, uptime, rank_of(line), carried, host_of(line) if hosts else None))
     return out, carry.ts
