@@ -15,7 +15,7 @@ import re
 
 from rulekit.plugin import Accumulator, EventSpec, FilterPriority, accumulator_def, filter_def, register_symptom
 
-from .common.pytrace import ANSI, RANK_PREFIX, classify, exception_of
+from .common.pytrace import RANK_PREFIX, classify, cut, exception_of, strip_ansi
 
 AUTHOR = "rulekit corpus"
 
@@ -39,20 +39,22 @@ TRIGGER = r"(?:^|[\s\]|:>])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): \S"
 
 def tail_exception(line: str):
     """(type, message) when `line` ends a traceback that is not there; None otherwise."""
-    text = ANSI.sub("", line).rstrip("\r\n")
-    for _ in range(4):
-        before = text
-        text = RANK_PREFIX.sub("", text, count=1)
-        text = _COMPOSE.sub("", text, count=1)
-        text = _LOGGER.sub("", text, count=1)
-        text = _BAR.sub("", text, count=1)
+    text = strip_ansi(line).rstrip("\r\n")
+    for _ in range(4):  # (the prefixes are anchored: `cut` tries only the start; `|` and `/s]`, `s/it]` are
+        before = text   # in every compose and progress-bar match)
+        text = cut(RANK_PREFIX, text)
+        if "|" in text:
+            text = cut(_COMPOSE, text)
+        text = cut(_LOGGER, text)
+        if "/s]" in text or "s/it]" in text:
+            text = cut(_BAR, text)
         if text == before:
             break
     exc = exception_of(text)
     if exc is None or not exc[1]:
         return None
     short = exc[0].rsplit(".", 1)[-1]
-    if not re.search(r"(?:Error|Exception)$", short) or _C_RESULT.match(short):
+    if not short.endswith(("Error", "Exception")) or _C_RESULT.match(short):
         return None
     return exc
 

@@ -27,7 +27,19 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def strip_prefix(line: str) -> str:
     """The line without ANSI colour codes, a launcher rank prefix and trailing newline/CR."""
-    return RANK_PREFIX.sub("", ANSI.sub("", line), count=1).rstrip("\r\n")
+    return cut(RANK_PREFIX, strip_ansi(line)).rstrip("\r\n")
+
+
+def strip_ansi(line: str) -> str:
+    """The line without ANSI colour codes (looked for only where there is an escape)."""
+    return ANSI.sub("", line) if "\x1b" in line else line
+
+
+def cut(prefix: re.Pattern, text: str) -> str:
+    """`prefix.sub("", text, count=1)` for a pattern anchored with `^`: its one possible
+    match is at the start, so only that position is tried (`sub` tries them all)."""
+    m = prefix.match(text)
+    return text[m.end():] if m is not None else text
 
 
 def exception_of(text: str) -> tuple[str, str] | None:
@@ -45,6 +57,12 @@ _DISTRIBUTED = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|Dis
                           r"Connection reset by peer|Broken pipe|Socket Timeout")
 _CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|AcceleratorError|CUBLAS_STATUS|CUDNN_STATUS|"
                    r"cudaError|device-side assert")
+# every match of `_CUDA` / `_DISTRIBUTED` holds one of these: a text without any is not
+# searched (an alternation of words is tried at every position: ~30,000 instructions a line)
+_CUDA_WORDS = ("CUDA", "OutOfMemoryError", "AcceleratorError", "CUBLAS_STATUS", "CUDNN_STATUS", "cudaError",
+               "device-side assert")
+_DISTRIBUTED_WORDS = ("Dist", "NCCL", "nccl", "Watchdog caught", "collective operation timeout", "loo", "c10d",
+                      "Connection reset by peer", "Broken pipe", "Socket Timeout")
 _INTERRUPT = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|SignalException)$")
 _IMPORT = re.compile(r"(?:^|\.)(?:ModuleNotFoundError|ImportError)$")
 
@@ -61,10 +79,19 @@ def classify(exc_type: str, msg: str) -> tuple[str, str] | None:
         return None
     if _INTERRUPT.search(exc_type):
         return "interesting_node", "PYTHON_INTERRUPTED"
-    if _CUDA.search(exc_type) or _CUDA.search(msg):
+    both = f"{exc_type}\n{msg}"  # (no word holds a newline: one look at both)
+    if _mentions(_CUDA_WORDS, both) and (_CUDA.search(exc_type) or _CUDA.search(msg)):
         return "bad_node", "PYTHON_CUDA_ERROR"
-    if _DISTRIBUTED.search(exc_type) or _DISTRIBUTED.search(msg):
+    if _mentions(_DISTRIBUTED_WORDS, both) and (_DISTRIBUTED.search(exc_type) or _DISTRIBUTED.search(msg)):
         return "bad_node", "PYTHON_DISTRIBUTED_ERROR"
     if _IMPORT.search(exc_type):
         return "bad_node", "PYTHON_IMPORT_ERROR"
     return "bad_node", "PYTHON_EXCEPTION"
+
+
+def _mentions(words: tuple[str, ...], text: str) -> bool:
+    """Whether `text` holds one of `words` (what every match of the pattern they guard holds)."""
+    for w in words:
+        if w in text:
+            return True
+    return False

@@ -10,8 +10,8 @@ observation-context id) are never part of the key.
 
 `TimeCarry` (`rulekit.extract.hitfacts`, where chunk-parallel workers use it
 too) finds the carried timestamp during extraction: at each hit it looks back
-(at most `LOOKBACK` bytes, one C-speed regex search) for the last line that
-looks time-stamped and parses it.  Pure: no SQL, no rule knowledge.
+(at most `LOOKBACK` bytes, C-speed searches of the stretch reversed) for the
+last line that looks time-stamped and parses it.  Pure: no SQL, no rule knowledge.
 """
 from __future__ import annotations
 

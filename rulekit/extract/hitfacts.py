@@ -19,7 +19,7 @@ from rulekit.extract.linectx import host_of, rank_of, timestamp_of
 from rulekit.extract.scan import decode_line
 
 LOOKBACK = 64 * 1024
-_LAST_CLOCK = re.compile(rb"(?s:.*)\d\d:\d\d:\d\d")
+_CLOCK = re.compile(rb":(?<=\d\d:)\d\d:\d\d")  # `\d\d:\d\d:\d\d`, found from its first colon (a literal: fast)
 INHERIT = False  # "the carried timestamp from before this chunk" (a value is a str or None)
 
 Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | None, printing host)
@@ -60,11 +60,9 @@ class TimeCarry:
         """Pass the stretch before a hit starting at `start` of `chunk` (no parsing)."""
         lo = max(self._pos, start - LOOKBACK)
         if lo < start:
-            m = _LAST_CLOCK.match(chunk, lo, start)
-            if m is not None:
-                ls = chunk.rfind(b"\n", lo, m.end()) + 1
-                le = chunk.find(b"\n", m.end(), start)
-                self._pending.append(chunk[ls:le if le >= 0 else start])
+            line = _last_clock_line(chunk, lo, start)
+            if line is not None:
+                self._pending.append(line)
                 if len(self._pending) > self.MAX_PENDING:
                     _ = self.ts
         self._pos = max(self._pos, start)
@@ -82,18 +80,46 @@ class TimeCarry:
         self._pos = max(self._pos, end)
 
 
+def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
+    """The line of `chunk[lo:start]`'s last clock, cut to its line as `advance` always
+    has (from one backtracking `_LAST_CLOCK.match`), or None.  Found by searching the
+    stretch reversed, in blocks from its end growing 4x (a clock reads the same
+    reversed; the first one found is the last one): a backtracking search costs ~140
+    instructions a byte, this ~20, and stops at the first clock from the end."""
+    e, size = start, 256
+    while e > lo:
+        b = max(lo, e - size)
+        m = _CLOCK.search(chunk[b:e][::-1])
+        if m is not None:
+            end = e - (m.start() - 2)  # where the clock ends in `chunk`
+            ls = chunk.rfind(b"\n", lo, end) + 1
+            le = chunk.find(b"\n", end, start)
+            return chunk[ls:le if le >= 0 else start]
+        if b == lo:
+            return None
+        e, size = b + 7, size * 4  # the next block overlaps by 7 bytes: a clock across `b` is whole in it
+    return None
+
+
 def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None,
                 hosts: bool = True) -> tuple[list[Facts], Any]:
     """Every hit's facts, in hit order, as extraction would read them, and the carried
     timestamp after the chunk (INHERIT: the chunk changed nothing).  Each hit's own
     timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
-    not read (None; the caller's observation declares its node)."""
+    not read (None; the caller's observation declares its node).  Hits of several rules
+    on one line (they are in line order) share that line's facts."""
     carry = TimeCarry(year, INHERIT)
     out: list[Facts] = []
+    last, f = -1, None
     for start, end, _idx, _caps in hits:
+        if start == last:  # another rule's hit on the same line: the same facts
+            out.append(f)
+            continue
+        last = start
         line = decode_line(chunk[start:end])
         ts, uptime = timestamp_of(line, year)
         carried = carry.before(chunk, start) if ts is None else None
         carry.saw(ts, end)
-        out.append((ts, uptime, rank_of(line), carried, host_of(line) if hosts else None))
+        f = (ts, uptime, rank_of(line), carried, host_of(line) if hosts else None)
+        out.append(f)
     return out, carry.ts
