@@ -97,7 +97,9 @@ def counted(monkeypatch):
 
     def spy(*a, **k):
         calls.append(a[0])
-        return real(*a, **k)
+        for chunk, hits, got in real(*a, **k):
+            calls.extend(("left out",) * sum(1 for h in hits if h[2] < 0))  # hits a worker knew were capped
+            yield chunk, hits, got
 
     monkeypatch.setattr(phases, "parallel_scan", spy)
     if not parallel.fork_is_safe():
@@ -188,32 +190,41 @@ def test_no_processes_to_be_had_means_a_serial_scan(engine, tmp_path, monkeypatc
     assert got == want and len(got) > 10
 
 
-def _stored_events(engine, job: Path, workers: int, monkeypatch) -> list[tuple]:
-    """Every event row extraction stored (fields, carried timestamps, line numbers)."""
+def _stored_events(engine, job: Path, workers: int, monkeypatch, **caps: int) -> list[tuple]:
+    """Every event row extraction stored (fields, carried timestamps, line numbers) and
+    every `event_repeats` row (`caps`: repeat_cap / group_cap for the run)."""
     from rulekit.engine.session import Session
     from rulekit.inputs.jobdir import read_job_dir
 
-    monkeypatch.setattr(engine, "options", engine.options.with_(scan_workers=workers))
+    monkeypatch.setattr(engine, "options", engine.options.with_(scan_workers=workers, **caps))
     monkeypatch.setattr(phases.ExtractionPhase, "chunk_size", SMALL_CHUNK)
     jd = read_job_dir(job)
     with Session(engine, jd.job) as s:
         s.ingest_batch(jd.observations)
         s.manager.flush()
-        return s.manager.conn.execute(
+        conn = s.manager.conn
+        return conn.execute(
             "SELECT event_type, source_rule, timestamp, line_num, source_datum, resources, symptom, rank, payload "
-            "FROM events ORDER BY id").fetchall()
+            "FROM events ORDER BY id").fetchall() + conn.execute(
+            "SELECT 'repeats', obs_context_id, source_rule, event_type, symptom, resources, count, first_line, "
+            "last_line, last_timestamp FROM event_repeats ORDER BY id").fetchall()
 
 
 @pytest.mark.parametrize("seed", [6, 7])
 def test_generated_logs_store_the_same_events_chunked(engine, tmp_path, seed, monkeypatch, counted):
     """The facts workers read for each hit (timestamps, ranks, timestamps carried across
-    chunk boundaries: `hitfacts.chunk_facts`) are the ones the serial loop reads."""
+    chunk boundaries: `hitfacts.chunk_facts`) are the ones the serial loop reads, and the
+    hits they leave out as past their cap (`workerhits.WorkerHits`) are counted into the
+    same `event_repeats` rows (count, first and last line, last timestamp, in order)."""
     job = _generated_job(tmp_path, engine, seed)
-    serial = _stored_events(engine, job, 0, monkeypatch)
-    chunked = _stored_events(engine, job, 2, monkeypatch)
+    caps = {"repeat_cap": 3, "group_cap": 40}  # (small caps: many keys and groups reach them in this log)
+    serial = _stored_events(engine, job, 0, monkeypatch, **caps)
+    chunked = _stored_events(engine, job, 2, monkeypatch, **caps)
     assert counted
+    assert counted.count("left out") > 10  # the repeated evidence, past its cap, left out by the workers
+    assert sum(row[0] == "repeats" for row in serial) > 0
     assert len(serial) > 200
-    carried = sum('"carried_ts"' in row[-1] for row in serial)
+    carried = sum('"carried_ts"' in row[-1] for row in serial if row[0] != "repeats")
     assert carried > 20  # unstamped evidence after stamped lines, many across a chunk boundary
     assert chunked == serial
 
@@ -253,3 +264,40 @@ def test_a_worker_that_dies_or_fails_loses_no_chunk(engine, tmp_path, monkeypatc
         assert not set(multiprocessing.active_children()) - before
     monkeypatch.setattr(parallel, "_worker", real)
     assert list(parallel.parallel_scan(log, plan.scanner, 2, size=SMALL_CHUNK)) == want
+
+
+_MUCH_NEWS = """
+import sys
+from rulekit.extract import parallel
+from rulekit.rules.loader import load_corpus
+log, size = sys.argv[1], int(sys.argv[2])
+plan = load_corpus(None).engine.scan_plan("applog", "text")
+big = [("x" * 100, i) for i in range(20_000)]  # ~2 MiB pickled: more than a pipe holds
+
+def annotate(chunk, hits, news):
+    return hits, (len(news or ()), b"y" * 300_000)  # an answer of more than a pipe holds too
+
+got = list(parallel.parallel_scan(log, plan.scanner, 2, size=size, annotate=annotate, news=lambda k: big))
+with open(log, "rb") as f:
+    want = [(c, plan.scanner.scan(c)) for c in parallel.iter_chunks(f, size)]
+assert [(c, h) for c, h, _ in got] == want and len(got) > 10, "chunks lost or out of order"
+assert all(a[0] == len(big) for _c, _h, a in got), "news lost"
+print("ok", len(got))
+"""
+
+
+def test_much_news_with_large_answers_does_not_hang(engine, tmp_path):
+    """Tasks that carry more news than a pipe holds, to workers busy sending answers larger
+    than a pipe holds: every chunk comes back, in order, with the news meant for it (a
+    worker reads its tasks while it sends).  In a child process with a time limit: the
+    way this breaks is a hang."""
+    import subprocess
+    import sys
+
+    job = _generated_job(tmp_path, engine, 9)
+    try:
+        done = subprocess.run([sys.executable, "-c", _MUCH_NEWS, str(job / "applog" / "train.log"), str(SMALL_CHUNK)],
+                              capture_output=True, text=True, timeout=120, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        pytest.fail("parallel_scan hangs when a task carries much news")
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr[-2000:]

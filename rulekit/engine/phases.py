@@ -40,8 +40,9 @@ from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.hitfacts import INHERIT, TimeCarry, chunk_facts
+from rulekit.extract.hitfacts import INHERIT, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
+from rulekit.engine.workerhits import WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
@@ -208,6 +209,10 @@ class ExtractionPhase:
         self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
         self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
         self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
+        # keys (0, key) and groups (1, group) that reached their cap, in that order: scan workers
+        # are told them (`_news_for`) and leave out the hits they would be counted in
+        self._capped: list[tuple[int, tuple]] = []
+        self._told: dict[int, int] = {}  # worker -> how much of `_capped` it was told
 
     def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
         """The node a line belongs to: declared, else its printing host (`host_name`:
@@ -257,8 +262,9 @@ class ExtractionPhase:
                  line_base: int, active: list["_ActiveAccumulator"], carry: TimeCarry,
                  progress: Callable[[int], None] | None) -> None:
         """The per-hit loop of `apply` (accumulators still running stay in `active`).
-        A chunk from the workers comes with its hits' facts (`hitfacts.chunk_facts`):
-        then nothing is read here but the carried timestamp a chunk inherits."""
+        A chunk from the workers comes with its hits' facts (`workerhits.WorkerHits`):
+        then nothing is read here but the carried timestamp a chunk inherits, and a
+        hit the worker knew to be past its cap comes as its group and timestamp only."""
         inherited = None  # with facts: the carried timestamp where the chunk starts
         for chunk, hits, got in scanned:
             carry.new_chunk()
@@ -269,6 +275,9 @@ class ExtractionPhase:
             for k, (start, end, idx, caps) in enumerate(hits):
                 counted_line += chunk.count(b"\n", counted_pos, start)
                 counted_pos = start
+                if idx < 0:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its timestamp)
+                    self._left_out(oc, caps, counted_line, facts[k])  # type: ignore[index]
+                    continue
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
                 f = None
@@ -292,9 +301,9 @@ class ExtractionPhase:
 
     def _scanned(self, obs: Observation, plan: ScanPlan) -> Iterator[tuple[bytes, list, Any]]:
         """(chunk, hits, facts) in file order: a large log file is scanned by worker
-        processes (`rulekit.extract.parallel`), which also read each hit's facts
-        (`hitfacts.chunk_facts`), anything else here (facts None: read lazily, per
-        hit); the same chunks, hits and facts either way."""
+        processes (`rulekit.extract.parallel`), which also read each hit's facts and
+        leave out the hits already past their cap (`workerhits.WorkerHits`), anything
+        else here (facts None: read lazily, per hit); the same events either way."""
         size = self.chunk_size
         if not plan.rules:
             return ((chunk, [], None) for chunk in obs.chunks(size))
@@ -302,12 +311,55 @@ class ExtractionPhase:
         if workers:
             # the printing host is read only where `_node_of` would look at it
             hosts = not obs.node and obs.source != "scheduler"
+            self._told = {}  # new workers: each is told every cap reached so far with its first chunk
             return parallel_scan(obs.path, plan.scanner, workers, size,
-                                 partial(chunk_facts, year=self.year, hosts=hosts))
+                                 WorkerHits(self, obs, plan.rules, self.year, hosts), self._news_for)
         scan = plan.scanner.scan
         return ((chunk, scan(chunk), None) for chunk in obs.chunks(size))
 
-    def _plan(self, rule: ExtractorRule) -> "_EmitPlan":
+    def _news_for(self, worker: int) -> list[tuple[int, tuple]] | None:
+        """The caps reached since `worker` (-1: this process) was last told (None: none)."""
+        told = self._told.get(worker, 0)
+        if told == len(self._capped):
+            return None
+        self._told[worker] = len(self._capped)
+        return self._capped[told:]
+
+    def _left_out(self, oc: int, group: tuple, line_num: int, ts: str | None) -> None:
+        """Count one hit past its cap into its group's `event_repeats` row."""
+        agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
+        if agg is None:
+            self._repeats[(oc, group)] = [1, line_num, line_num, ts]
+        else:
+            agg[0] += 1
+            agg[2], agg[3] = line_num, ts or agg[3]
+
+    def resolve(self, plan: "_EmitPlan", obs: Observation, line: str, caps: dict, rank: Any,
+                host: Any) -> tuple[dict, str | None, str | None, tuple, tuple, Any]:
+        """(values, symptom, node, group, key, rank) of one extractor hit: what its event
+        would say and the cap keys it counts in.  `rank` / `host`: the line's, or
+        `_NOT_READ` (read here only if the node needs it; the rank read is returned)."""
+        if plan.lookup or None in caps.values():
+            values: dict[str, Any] = dict(plan.lookup)
+            for k, v in caps.items():
+                if v is not None:
+                    values[k] = v
+        else:
+            values = caps  # read only
+        node = rendered = None
+        if plan.node_t is not None:
+            rendered = plan.node_t if plan.node_const else render(plan.node_t, values)
+            if rendered:
+                node = self._canonical_node(rendered)
+        if node is None and not rendered:
+            if rank is _NOT_READ:
+                rank = rank_of(line)
+            node = self._node_of(obs, line, rank, host)
+        symptom = plan.symptom if plan.symptom_const else plan.symptom_of(values)
+        group = (plan.rule.name, plan.etype, symptom, node)
+        return values, symptom, node, group, (*group, tuple(caps.values())), rank  # key: the same evidence again (any rank)
+
+    def emit_plan(self, rule: ExtractorRule) -> "_EmitPlan":
         plan = self._plans.get(rule.name)
         if plan is None or plan.rule is not rule:
             plan = self._plans[rule.name] = _EmitPlan(rule, self.engine.registry.canonical)
@@ -333,41 +385,22 @@ class ExtractionPhase:
             rank = carried = host = _NOT_READ
         else:
             ts, uptime, rank, carried, host = facts
-        plan = self._plan(rule)
-        if plan.lookup or None in caps.values():
-            values: dict[str, Any] = dict(plan.lookup)
-            for k, v in caps.items():
-                if v is not None:
-                    values[k] = v
-        else:
-            values = caps  # read only below
-        node = rendered = None
-        if plan.node_t is not None:
-            rendered = plan.node_t if plan.node_const else render(plan.node_t, values)
-            if rendered:
-                node = self._canonical_node(rendered)
-        if node is None and not rendered:
-            if rank is _NOT_READ:
-                rank = rank_of(line)
-            node = self._node_of(obs, line, rank, host)
-        symptom = plan.symptom if plan.symptom_const else plan.symptom_of(values)
+        plan = self.emit_plan(rule)
+        values, symptom, node, group, key, rank = self.resolve(plan, obs, line, caps, rank, host)
         etype = plan.etype
-        group = (rule.name, etype, symptom, node)
-        key = (*group, tuple(caps.values()))  # the same evidence again (any rank)
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)
         if kept >= self.repeat_cap or in_group >= self.group_cap:
             if ts is None and carry is not None and facts is None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
-            agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
-            if agg is None:
-                self._repeats[(oc, group)] = [1, line_num, line_num, ts]
-            else:
-                agg[0] += 1
-                agg[2], agg[3] = line_num, ts or agg[3]
+            self._left_out(oc, group, line_num, ts)
             return ts  # a stamped line is the nearest earlier stamped line for what follows, stored or not
         self._kept[key] = kept + 1
         self._group_kept[group] = in_group + 1
+        if kept + 1 >= self.repeat_cap:  # from now on every hit of this key is left out
+            self._capped.append((0, key))
+        if in_group + 1 >= self.group_cap:
+            self._capped.append((1, group))
         fields = dict(values)
         for k, t, const in plan.fields:
             fields[k] = t if const else render(t, values)

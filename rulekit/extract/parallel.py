@@ -6,14 +6,19 @@ Scanning a chunk is a pure function of its bytes, so a worker's hits are the
 hits the serial loop would find in the same chunk; everything stateful (line
 numbers, carried timestamps, accumulators, the repeat cap) stays with the
 caller, which consumes `(chunk, hits)` in order exactly as it consumes
-`(chunk, scanner.scan(chunk))` serially.  `annotate(chunk, hits)`, a pure
-function too (extraction passes `hitfacts.chunk_facts`: each hit's timestamp,
-rank, carried timestamp), runs in the worker after the scan and travels back
-with the hits.  Workers are forked once per file (they inherit the compiled
-scanner; nothing is pickled but offsets and the hits), each with its own pair
-of pipes and no helper thread here (`_Workers`), read their chunk from the file
-themselves, and are all gone when the iterator is closed or exhausted.  Used only where forking is safe: a single-threaded,
-non-daemon process on a platform with `fork`.
+`(chunk, scanner.scan(chunk))` serially.  `annotate(chunk, hits, news)`, a pure
+function of its arguments and of the news it was told before (extraction passes
+`engine.workerhits.WorkerHits`: each hit's facts, and the hits it knows to be
+past their cap left out), runs in the worker after the scan and returns the
+hits to send back and what travels with them; `news(k)`, called here as a chunk
+is given to worker k (-1: a chunk scanned here), is what that worker's
+`annotate` is told with it.  Workers are forked once per file (they inherit the
+compiled scanner; nothing is pickled but offsets, news and the hits), each with
+its own pair of pipes and no helper thread here (`_Workers`; a worker reads its
+tasks in a thread of its own, so a task with much news never waits on an
+answer), read their chunk from the file themselves, and are all gone when the
+iterator is closed or exhausted.  Used only where forking is safe: a
+single-threaded, non-daemon process on a platform with `fork`.
 
 `scan_workers(size, requested)` decides: `requested` (the engine option
 `scan_workers`, from `RULEKIT_SCAN_WORKERS`: 0 or 1 serial, N workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
@@ -27,6 +32,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 from collections import deque
@@ -39,7 +45,7 @@ PARALLEL_MIN_BYTES = 24 << 20  # below this a worker's start (its scanner warmin
 MAX_WORKERS = 4
 
 _SCANNER: Scanner | None = None  # what the forked workers scan with (set just before they fork)
-_ANNOTATE: Callable[[bytes, list], Any] | None = None  # and what they add to each chunk's hits
+_ANNOTATE: "Annotate | None" = None  # and what they make of each chunk's hits
 _PATH: str | None = None  # and the file they read their chunks from
 
 
@@ -78,28 +84,45 @@ def load_average() -> float:
         return 0.0
 
 
+Annotate = Callable[[bytes, list, Any], tuple[list, Any]]  # (chunk, hits, news) -> (hits sent, annotation)
+News = Callable[[int], Any]
+
+
 def _worker(tasks: Any, results: Any) -> None:
-    """A scan worker's loop: (offset, length) in, (length read, hits, annotation) out,
+    """A scan worker's loop: (offset, length, news) in, (length read, hits, annotation) out,
     in the order asked; None ends it.  An exception is sent back as such (the
     caller scans that chunk itself and so raises it where it can be reported)."""
     gc.disable()  # a worker only scans: no cycles to collect, and the parent's heap stays shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (it ends the workers)
     path = _PATH
     assert _SCANNER is not None and path is not None
-    with open(path, "rb") as f:
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read_tasks() -> None:
+        # tasks are read as they come, also while this worker waits for the parent to take
+        # an answer: a task with much news is larger than a pipe holds, and the parent
+        # sending it while this worker sends its answer would otherwise wait on each other
         while True:
             try:
                 task = tasks.recv()
             except (EOFError, OSError):  # the parent is gone or gave up
-                return
+                task = None
+            inbox.put(task)
             if task is None:
                 return
-            offset, length = task
+
+    threading.Thread(target=read_tasks, daemon=True).start()
+    with open(path, "rb") as f:
+        while True:
+            task = inbox.get()
+            if task is None:
+                return
+            offset, length, news = task
             try:
                 f.seek(offset)
                 data = f.read(length)
                 hits = _SCANNER.scan(data)
-                out: Any = (len(data), hits, _ANNOTATE(data, hits) if _ANNOTATE is not None else None)
+                out: Any = (len(data), *_ANNOTATE(data, hits, news)) if _ANNOTATE is not None else (len(data), hits, None)
             except Exception as e:  # noqa: BLE001 - reported by the caller's own scan of the chunk
                 out = e
             try:
@@ -137,11 +160,11 @@ class _Workers:
             self.stop(abandon=True)
             raise
 
-    def send(self, i: int, offset: int, length: int) -> None:
+    def send(self, i: int, offset: int, length: int, news: News | None) -> None:
         k = i % len(self.procs)
         if k not in self.gone:
             try:
-                self.tasks[k].send((offset, length))
+                self.tasks[k].send((offset, length, news(k) if news is not None else None))
                 self.sent.add(i)
                 return
             except OSError:  # the worker died: its chunks from here on are scanned by the caller
@@ -180,9 +203,10 @@ class _Workers:
 
 
 def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size: int = CHUNK_SIZE,
-                  annotate: Callable[[bytes, list], Any] | None = None) -> Iterator[tuple[bytes, list[Hit], Any]]:
-    """(chunk, hits, annotate(chunk, hits)) for every chunk of the file, in order,
-    found by `workers` forked processes (the last item is None without `annotate`).
+                  annotate: Annotate | None = None,
+                  news: News | None = None) -> Iterator[tuple[bytes, list[Hit], Any]]:
+    """(chunk, *annotate(chunk, hits, news(k))) for every chunk of the file, in order,
+    found by `workers` forked processes ((chunk, hits, None) without `annotate`).
     A chunk a worker read at another length (the file was truncated or rewritten
     under us), or could not scan, or lost with its worker, is scanned again here; no
     processes to be had (OSError) means scanning here."""
@@ -201,7 +225,7 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size:
     if pool is None:
         with open(path, "rb") as f:
             for chunk in iter_chunks(f, size):
-                yield _here(chunk, scanner, annotate)
+                yield _here(chunk, scanner, annotate, news)
         return
     window = 2 * workers  # chunks in flight: a few MiB each
     pending: deque = deque()  # (index, chunk)
@@ -210,26 +234,29 @@ def parallel_scan(path: str | os.PathLike, scanner: Scanner, workers: int, size:
         with open(path, "rb") as f:
             offset = 0
             for i, chunk in enumerate(iter_chunks(f, size)):
-                pool.send(i, offset, len(chunk))
+                pool.send(i, offset, len(chunk), news)
                 pending.append((i, chunk))
                 offset += len(chunk)
                 while len(pending) > window:
-                    yield _result(pool, *pending.popleft(), scanner, annotate)
+                    yield _result(pool, *pending.popleft(), scanner, annotate, news)
             while pending:
-                yield _result(pool, *pending.popleft(), scanner, annotate)
+                yield _result(pool, *pending.popleft(), scanner, annotate, news)
         done = True
     finally:
         pool.stop(abandon=not done)  # abandoned (an error, a timeout): do not wait for queued chunks
 
 
-def _here(chunk: bytes, scanner: Scanner, annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
+def _here(chunk: bytes, scanner: Scanner, annotate: Annotate | None,
+          news: News | None) -> tuple[bytes, list[Hit], Any]:
     hits = scanner.scan(chunk)
-    return chunk, hits, annotate(chunk, hits) if annotate is not None else None
+    if annotate is None:
+        return chunk, hits, None
+    return (chunk, *annotate(chunk, hits, news(-1) if news is not None else None))
 
 
-def _result(pool: _Workers, i: int, chunk: bytes, scanner: Scanner,
-            annotate: Callable[[bytes, list], Any] | None) -> tuple[bytes, list[Hit], Any]:
+def _result(pool: _Workers, i: int, chunk: bytes, scanner: Scanner, annotate: Annotate | None,
+            news: News | None) -> tuple[bytes, list[Hit], Any]:
     got = pool.answer(i)
     if not isinstance(got, tuple) or got[0] != len(chunk):
-        return _here(chunk, scanner, annotate)
+        return _here(chunk, scanner, annotate, news)
     return chunk, got[1], got[2]
