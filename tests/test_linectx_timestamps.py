@@ -1,8 +1,9 @@
 """`linectx.timestamp_of` (shapes tried only where a clock puts them, seconds
 remembered, the ISO string built without `datetime` on ASCII lines) gives what the
 plain version below gives: every shape searched over the whole head, every result
-through `datetime`.  And `hitfacts.TimeCarry` (the last clock-looking line found by
-walking back a few lines first) carries what one backtracking search finds.
+through `datetime`.  And `hitfacts.TimeCarry` (stretches searched reversed, only
+when a timestamp is asked for, newest first) carries what the first version carried
+(one backtracking search at every hit), also past hits that ask nothing.
 
 Data: lines generated (hypothesis) from the timestamp shapes of REFERENCE.md, valid
 and not (month 13, hour 24, 29 February), with fractions of 0-9 digits, UTC and
@@ -146,8 +147,28 @@ def test_shapes_real_logs_print():
 _LAST_CLOCK = re.compile(rb"(?s:.*)\d\d:\d\d:\d\d")
 
 
-class PlainCarry(TimeCarry):
-    """`advance` with the one backtracking search over the whole stretch."""
+class PlainCarry:
+    """The carry as first written: at every hit the stretch's last clock line is found
+    with one backtracking search (and parsed only when asked)."""
+
+    MAX_PENDING = 64
+
+    def __init__(self, year):
+        self.year, self._ts, self._pending, self._pos = year, None, [], 0
+
+    @property
+    def ts(self):
+        if self._pending:
+            for raw in reversed(self._pending):
+                ts = plain_timestamp_of(raw.decode("utf-8", "replace"), self.year)[0]
+                if ts:
+                    self._ts = ts
+                    break
+            self._pending.clear()
+        return self._ts
+
+    def new_chunk(self):
+        self._pos = 0
 
     def advance(self, chunk: bytes, start: int) -> None:
         lo = max(self._pos, start - hitfacts.LOOKBACK)
@@ -160,6 +181,16 @@ class PlainCarry(TimeCarry):
                 if len(self._pending) > self.MAX_PENDING:
                     _ = self.ts
         self._pos = max(self._pos, start)
+
+    def before(self, chunk, start):
+        self.advance(chunk, start)
+        return self.ts
+
+    def saw(self, ts, end):
+        if ts:
+            self._ts = ts
+            self._pending.clear()
+        self._pos = max(self._pos, end)
 
 
 _CARRY_LINE = st.one_of(_SHAPE.map(lambda s: "5: " + s + " text"), _TEXT, st.just("no clock here"),
@@ -180,13 +211,43 @@ def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookba
     hitfacts.LOOKBACK = lookback
     try:
         fast, plain = TimeCarry(year), PlainCarry(year)
-        for r in hits:
+        for n, r in enumerate(hits):
             start = starts[r]
             end = data.find(b"\n", start)
-            assert fast.before(data, start) == plain.before(data, start)
             own = timestamp_of(data[start:end].decode("utf-8", "replace"), year)[0]
+            if n % 3 == 1 and own is None:  # a hit past its cap: passes the stretch, asks nothing
+                fast.advance(data, start)
+                plain.advance(data, start)
+            else:
+                assert fast.before(data, start) == plain.before(data, start)
             fast.saw(own, end)
             plain.saw(own, end)
         assert fast.ts == plain.ts
     finally:
         hitfacts.LOOKBACK = saved
+
+
+def test_the_newest_stamped_stretch_wins_past_hits_that_ask_nothing():
+    """Each stretch between hits gives its last clock-looking line; the newest of those
+    that parses wins (a stretch whose last one does not parse gives nothing)."""
+    def lines(*text):
+        data = b"".join(t + b"\n" for t in text)
+        starts, pos = [], 0
+        for t in text:
+            starts.append(pos)
+            pos += len(t) + 1
+        return data, starts
+
+    cases = [
+        (lines(b"2026-01-01 00:00:01 a", b"capped evidence", b"2026-01-01 00:00:02 b", b"more capped evidence",
+               b"stored evidence"), "2026-01-01T00:00:02"),
+        (lines(b"2026-01-01 00:00:01 a", b"capped evidence", b"2026-01-01 00:00:02 b", b"12:34:56 not a date",
+               b"more capped evidence", b"stored evidence"), "2026-01-01T00:00:01"),
+    ]
+    for (data, starts), want in cases:
+        capped = [i for i, _ in enumerate(starts) if b"capped" in data[starts[i]:starts[i] + 20]]
+        for carry in (TimeCarry(2026), PlainCarry(2026)):
+            for i in capped:
+                carry.advance(data, starts[i])
+                carry.saw(None, starts[i + 1] - 1)
+            assert carry.before(data, starts[-1]) == want

@@ -28,43 +28,48 @@ Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | Non
 class TimeCarry:
     """The last timestamp seen before a position of one observation.
 
-    `advance()` only finds the last clock-looking line of the stretch it passes
-    (one regex search); the line is parsed when a timestamp is asked for
-    (`before()`, `ts`), so a stretch nobody asks about is never parsed.  The
-    value is the same as parsing at every step: the newest found line that
-    parses wins, else the value before it."""
+    `advance()` only notes the stretch it passes (no search); a stretch's last
+    clock-looking line is found, and parsed, when a timestamp is asked for
+    (`before()`, `ts`), newest stretch first, stopping at the first that parses
+    (usually the newest): so a stretch nobody asks about is never searched, and
+    hits past their cap, which ask nothing, cost nothing here.  The value is the
+    same as finding and parsing at every step: the newest stretch's line that
+    parses wins, else the value before it.  A chunk's stretches are resolved
+    before the next chunk (`new_chunk`): none outlives the chunk it points into."""
 
-    MAX_PENDING = 64  # found lines held unparsed at most
+    MAX_PENDING = 64  # stretches held unsearched at most
 
     def __init__(self, year: int | None, start: Any = None):
         self.year = year
         self._ts: Any = start  # None, or INHERIT in a worker that has not seen its chunk's first stamp
-        self._pending: list[bytes] = []  # clock-looking lines found since `_ts`, oldest first
+        self._pending: list[tuple[bytes, int, int]] = []  # stretches (chunk, lo, start) since `_ts`, oldest first
         self._pos = 0
 
     @property
     def ts(self) -> str | None:
         if self._pending:
-            for raw in reversed(self._pending):
-                ts = timestamp_of(decode_line(raw), self.year)[0]
-                if ts:
-                    self._ts = ts
-                    break
+            for chunk, lo, start in reversed(self._pending):
+                raw = _last_clock_line(chunk, lo, start)
+                if raw is not None:
+                    ts = timestamp_of(decode_line(raw), self.year)[0]
+                    if ts:
+                        self._ts = ts
+                        break
             self._pending.clear()
         return self._ts
 
     def new_chunk(self) -> None:
+        if self._pending:
+            _ = self.ts  # (the stretches point into the chunk that ends here)
         self._pos = 0
 
     def advance(self, chunk: bytes, start: int) -> None:
-        """Pass the stretch before a hit starting at `start` of `chunk` (no parsing)."""
+        """Pass the stretch before a hit starting at `start` of `chunk` (no search yet)."""
         lo = max(self._pos, start - LOOKBACK)
         if lo < start:
-            line = _last_clock_line(chunk, lo, start)
-            if line is not None:
-                self._pending.append(line)
-                if len(self._pending) > self.MAX_PENDING:
-                    _ = self.ts
+            self._pending.append((chunk, lo, start))
+            if len(self._pending) > self.MAX_PENDING:
+                _ = self.ts
         self._pos = max(self._pos, start)
 
     def before(self, chunk: bytes, start: int) -> str | None:
