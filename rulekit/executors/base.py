@@ -239,19 +239,3 @@ class Executor(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def make_executor(name: str, corpus: CorpusSpec, *, engine: Any = None, address: str | None = None,
-                  workers: int | None = None, timeout: float | None = None,
-                  max_in_flight: int | None = None) -> Executor:
-    """An executor by name: "local" (a process pool; `engine`, when given, is inherited by
-    forked workers) or "dask" (`address` of a scheduler, or a LocalCluster of `workers`)."""
-    if name == "local":
-        from rulekit.executors.local import LocalExecutor
-
-        return LocalExecutor(corpus, engine=engine, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
-    if name == "dask":
-        from rulekit.executors.dask import DaskExecutor
-
-        return DaskExecutor(corpus, address=address, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
-    raise ValueError(f"unknown executor {name!r}; use local or dask")
