@@ -86,11 +86,12 @@ class TimeCarry:
 
 
 def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
-    """The line of `chunk[lo:start]`'s last clock, cut to its line as `advance` always
-    has (from one backtracking `_LAST_CLOCK.match`), or None.  Found by searching the
-    stretch reversed, in blocks from its end growing 4x (a clock reads the same
-    reversed; the first one found is the last one): a backtracking search costs ~140
-    instructions a byte, this ~20, and stops at the first clock from the end."""
+    """The line of `chunk[lo:start]`'s last clock, or None: the line the first version
+    cut around one backtracking `(?s:.*)\d\d:\d\d:\d\d` match (its start may lie
+    before `lo`; tests/test_linectx_timestamps.py holds that version).  Found by
+    searching the stretch reversed, in blocks from its end growing 4x (a clock reads
+    the same reversed; the first one found is the last one): the backtracking search
+    costs ~140 instructions a byte, this ~20, and stops at the first clock from the end."""
     e, size = start, 256
     while e > lo:
         b = max(lo, e - size)
