@@ -87,7 +87,7 @@ class TimeCarry:
 
 def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
     """The line of `chunk[lo:start]`'s last clock, or None: the line the first version
-    cut around one backtracking `(?s:.*)\d\d:\d\d:\d\d` match (its start may lie
+    cut around one backtracking "anything, then a clock" match (its start may lie
     before `lo`; tests/test_linectx_timestamps.py holds that version).  Found by
     searching the stretch reversed, in blocks from its end growing 4x (a clock reads
     the same reversed; the first one found is the last one): the backtracking search
