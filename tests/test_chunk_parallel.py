@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import rulekit.engine.phases as phases
+from rulekit.engine.workerhits import LEFT_OUT
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.extract import parallel
 from rulekit.rules.loader import load_corpus
@@ -98,7 +99,7 @@ def counted(monkeypatch):
     def spy(*a, **k):
         calls.append(a[0])
         for chunk, hits, got in real(*a, **k):
-            calls.extend(("left out",) * sum(1 for h in hits if h[2] < 0))  # hits a worker knew were capped
+            calls.extend(("left out",) * sum(1 for h in hits if h[2] == LEFT_OUT))  # hits a worker knew were capped
             yield chunk, hits, got
 
     monkeypatch.setattr(phases, "parallel_scan", spy)

@@ -42,7 +42,7 @@ from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.hitfacts import INHERIT, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
-from rulekit.engine.workerhits import WorkerHits
+from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
@@ -275,7 +275,7 @@ class ExtractionPhase:
             for k, (start, end, idx, caps) in enumerate(hits):
                 counted_line += chunk.count(b"\n", counted_pos, start)
                 counted_pos = start
-                if idx < 0:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its timestamp)
+                if idx == LEFT_OUT:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its timestamp)
                     self._left_out(oc, caps, counted_line, facts[k])  # type: ignore[index]
                     continue
                 rule = plan.rules[idx]

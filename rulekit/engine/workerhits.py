@@ -1,7 +1,7 @@
 """What a chunk-parallel scan worker makes of a chunk's hits for extraction: each
 hit's facts (`hitfacts.chunk_facts`: timestamp, uptime, rank, carried timestamp,
 printing host), and, for a hit whose evidence is already past its cap, only its
-cap group and timestamp, the rest of it left out.
+cap group and timestamp, the rest of it left out (`chunk_facts`' `leave_out`).
 
 The extraction phase records every (rule, type, symptom, node, captures) key
 that reaches `repeat_cap` and every (rule, type, symptom, node) group that
@@ -21,9 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rulekit.extract.hitfacts import INHERIT, TimeCarry, chunk_facts
-from rulekit.extract.linectx import host_of, rank_of, timestamp_of
-from rulekit.extract.scan import decode_line
+from rulekit.extract.hitfacts import chunk_facts
 from rulekit.rules.model import AccumulatorRule
 
 LEFT_OUT = -1  # a left-out hit's rule index: (start, end, LEFT_OUT, group), its facts entry its timestamp
@@ -41,7 +39,7 @@ class WorkerHits:
         self.hosts = hosts  # read printing hosts (False: the observation declares its node)
         self.keys: set[tuple] = set()  # keys past the repeat cap
         self.groups: set[tuple] = set()  # groups past the group cap
-        self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: accumulator)
+        self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet, or an accumulator)
         # (rule index, captures, rank, host) -> (group, key): what `resolve` answers, a pure function of
         # these for one observation; a hit past its cap is the same evidence again, so this is asked often
         self._resolved: dict[tuple, tuple[tuple, tuple]] = {}
@@ -49,45 +47,25 @@ class WorkerHits:
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
             (self.keys if kind == 0 else self.groups).add(k)
-        if not self.keys and not self.groups:  # nothing past a cap yet: every hit as it is
-            return hits, chunk_facts(chunk, hits, self.year, self.hosts)
-        year, hosts, rules, obs = self.year, self.hosts, self.rules, self.obs
-        keys, groups, phase, plans, resolved = self.keys, self.groups, self.phase, self._plans, self._resolved
-        if len(resolved) > MAX_RESOLVED:
-            resolved.clear()
-        carry = TimeCarry(year, INHERIT)
-        out_hits: list = []
-        out_facts: list = []
-        last = -1
-        line = ""
-        ts = uptime = rank = host = f = None
-        for h in hits:
-            start, end, idx, caps = h
-            if start != last:  # a line's facts are read once, for all its hits
-                last = start
-                line = decode_line(chunk[start:end])
-                ts, uptime = timestamp_of(line, year)
-                rank = rank_of(line)
-                host = host_of(line) if hosts else None
-                if ts is None:
-                    carry.advance(chunk, start)  # (parsed only if a stored hit asks: `carry.ts`)
-                carry.saw(ts, end)
-                f = None
-            plan = plans[idx]
-            if plan is None and not isinstance(rules[idx], AccumulatorRule):
-                plan = plans[idx] = phase.emit_plan(rules[idx])
-            if plan is not None:
-                memo = (idx, tuple(caps.values()), rank, host)
-                got = resolved.get(memo)
-                if got is None:
-                    got = resolved[memo] = phase.resolve(plan, obs, line, caps, rank, host)[3:5]
-                group, key = got
-                if key in keys or group in groups:
-                    out_hits.append((start, end, LEFT_OUT, group))  # (one tuple per group: pickled once a chunk)
-                    out_facts.append(ts)
-                    continue
-            if f is None:
-                f = (ts, uptime, rank, carry.ts if ts is None else None, host)
-            out_hits.append(h)
-            out_facts.append(f)
-        return out_hits, (out_facts, carry.ts)
+        if len(self._resolved) > MAX_RESOLVED:
+            self._resolved.clear()
+        leave_out = self._leave_out if self.keys or self.groups else None  # (no cap reached yet: every hit whole)
+        sent, facts, after = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
+        return sent, (facts, after)
+
+    def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any) -> tuple | None:
+        """(start, end, LEFT_OUT, group) for an extractor hit past its cap, else None."""
+        start, end, idx, caps = hit
+        plan = self._plans[idx]
+        if plan is None:
+            if isinstance(self.rules[idx], AccumulatorRule):
+                return None  # (accumulators are not capped)
+            plan = self._plans[idx] = self.phase.emit_plan(self.rules[idx])
+        memo = (idx, tuple(caps.values()), rank, host)
+        got = self._resolved.get(memo)
+        if got is None:
+            got = self._resolved[memo] = self.phase.resolve(plan, self.obs, line, caps, rank, host)[3:5]
+        group, key = got
+        if key in self.keys or group in self.groups:
+            return (start, end, LEFT_OUT, group)  # (one group tuple per group: pickled once a chunk)
+        return None

@@ -13,7 +13,7 @@ the chunks before.  Pure functions of bytes; no rules, no events, no I/O.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rulekit.extract.linectx import host_of, rank_of, timestamp_of
 from rulekit.extract.scan import decode_line
@@ -107,25 +107,42 @@ def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
     return None
 
 
-def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None,
-                hosts: bool = True) -> tuple[list[Facts], Any]:
-    """Every hit's facts, in hit order, as extraction would read them, and the carried
-    timestamp after the chunk (INHERIT: the chunk changed nothing).  Each hit's own
+def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bool = True,
+                leave_out: Callable[[tuple, str, Any, Any], tuple | None] | None = None) -> tuple[list, list, Any]:
+    """(hits, their facts in hit order, the carried timestamp after the chunk (INHERIT:
+    the chunk changed nothing)), as extraction would read them.  Each hit's own
     timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
     not read (None; the caller's observation declares its node).  Hits of several rules
-    on one line (they are in line order) share that line's facts."""
+    on one line (they are in line order) share that line's facts.  `leave_out(hit,
+    line, rank, host)`: a stand-in for a hit the caller need not see whole (its facts
+    entry is then only its own timestamp, and no carried timestamp is looked up for
+    it), or None to keep the hit."""
     carry = TimeCarry(year, INHERIT)
-    out: list[Facts] = []
-    last, f = -1, None
-    for start, end, _idx, _caps in hits:
-        if start == last:  # another rule's hit on the same line: the same facts
-            out.append(f)
-            continue
-        last = start
-        line = decode_line(chunk[start:end])
-        ts, uptime = timestamp_of(line, year)
-        carried = carry.before(chunk, start) if ts is None else None
-        carry.saw(ts, end)
-        f = (ts, uptime, rank_of(line), carried, host_of(line) if hosts else None)
+    out_hits: list = []
+    out: list = []
+    last = -1
+    line = ""
+    ts = uptime = rank = host = f = None
+    for h in hits:
+        start, end = h[0], h[1]
+        if start != last:  # a line's facts are read once, for all its hits
+            last = start
+            line = decode_line(chunk[start:end])
+            ts, uptime = timestamp_of(line, year)
+            rank = rank_of(line)
+            host = host_of(line) if hosts else None
+            if ts is None:
+                carry.advance(chunk, start)  # (searched only if a kept hit asks: `carry.ts`)
+            carry.saw(ts, end)
+            f = None
+        if leave_out is not None:
+            stand_in = leave_out(h, line, rank, host)
+            if stand_in is not None:
+                out_hits.append(stand_in)
+                out.append(ts)
+                continue
+        if f is None:
+            f = (ts, uptime, rank, carry.ts if ts is None else None, host)
+        out_hits.append(h)
         out.append(f)
-    return out, carry.ts
+    return out_hits, out, carry.ts
