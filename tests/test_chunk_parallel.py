@@ -99,7 +99,9 @@ def counted(monkeypatch):
     def spy(*a, **k):
         calls.append(a[0])
         for chunk, hits, got in real(*a, **k):
-            calls.extend(("left out",) * sum(1 for h in hits if h[2] == LEFT_OUT))  # hits a worker knew were capped
+            # hits a worker knew were capped: one entry per group and chunk, facts entry (count, ...)
+            calls.extend(("left out",) * sum(f[0] for h, f in zip(hits, got[0]) if h[2] == LEFT_OUT))
+            calls.extend(("left-out entry",) * sum(1 for h in hits if h[2] == LEFT_OUT))
             yield chunk, hits, got
 
     monkeypatch.setattr(phases, "parallel_scan", spy)
@@ -223,6 +225,7 @@ def test_generated_logs_store_the_same_events_chunked(engine, tmp_path, seed, mo
     chunked = _stored_events(engine, job, 2, monkeypatch, **caps)
     assert counted
     assert counted.count("left out") > 10  # the repeated evidence, past its cap, left out by the workers
+    assert counted.count("left-out entry") < counted.count("left out")  # ... and counted in the workers
     assert sum(row[0] == "repeats" for row in serial) > 0
     assert len(serial) > 200
     carried = sum('"carried_ts"' in row[-1] for row in serial if row[0] != "repeats")

@@ -206,7 +206,8 @@ class ExtractionPhase:
         self.group_cap = group_cap
         self._kept: dict[tuple, int] = {}  # (rule, type, symptom, node, captures) -> events stored
         self._group_kept: dict[tuple, int] = {}  # (rule, type, symptom, node) -> events stored
-        self._repeats: dict[tuple, list] = {}  # (oc, group) -> [count, first_line, last_line, last_ts] (this observation)
+        # (oc, group) -> [count, first_line, last_line, last_ts, the line of last_ts (-1: none)] (this observation)
+        self._repeats: dict[tuple, list] = {}
         self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
         self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
         # keys (0, key) and groups (1, group) that reached their cap, in that order: scan workers
@@ -252,7 +253,7 @@ class ExtractionPhase:
         for acc in active:
             acc.finish(self)
         if self._repeats:
-            self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg)
+            self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg[:4])
                                       for (oc_, (rule, etype, sym, node)), agg in self._repeats.items()])
             self._repeats.clear()
         self.manager.flush(rows_may_wait=True)
@@ -263,10 +264,12 @@ class ExtractionPhase:
                  progress: Callable[[int], None] | None) -> None:
         """The per-hit loop of `apply` (accumulators still running stay in `active`).
         A chunk from the workers comes with its hits' facts (`workerhits.WorkerHits`):
-        then nothing is read here but the carried timestamp a chunk inherits, and a
-        hit the worker knew to be past its cap comes as its group and timestamp only."""
+        then nothing is read here but the carried timestamp a chunk inherits, and the
+        hits the worker knew to be past their cap come as one entry per group, at its
+        first such hit, with what they add to its `event_repeats` row."""
         inherited = None  # with facts: the carried timestamp where the chunk starts
         for chunk, hits, got in scanned:
+            first = line_base  # the chunk's first line
             carry.new_chunk()
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
@@ -275,8 +278,8 @@ class ExtractionPhase:
             for k, (start, end, idx, caps) in enumerate(hits):
                 counted_line += chunk.count(b"\n", counted_pos, start)
                 counted_pos = start
-                if idx == LEFT_OUT:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its timestamp)
-                    self._left_out(oc, caps, counted_line, facts[k])  # type: ignore[index]
+                if idx == LEFT_OUT:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its repeats)
+                    self._left_out_many(oc, caps, first, *facts[k])  # type: ignore[index]
                     continue
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
@@ -329,10 +332,28 @@ class ExtractionPhase:
         """Count one hit past its cap into its group's `event_repeats` row."""
         agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
         if agg is None:
-            self._repeats[(oc, group)] = [1, line_num, line_num, ts]
-        else:
+            self._repeats[(oc, group)] = [1, line_num, line_num, ts, line_num if ts else -1]
+        else:  # (a worker's entry may already hold later lines of this chunk: `_left_out_many`)
             agg[0] += 1
-            agg[2], agg[3] = line_num, ts or agg[3]
+            if line_num > agg[2]:
+                agg[2] = line_num
+            if ts and line_num > agg[4]:
+                agg[3], agg[4] = ts, line_num
+
+    def _left_out_many(self, oc: int, group: tuple, base: int, count: int, first: int, last: int,
+                       ts: str | None, ts_at: int) -> None:
+        """Count a worker's hits of one group past their cap in one chunk (`workerhits.left_out`:
+        lines from `base`, the chunk's first), at the first of them, into the group's
+        `event_repeats` row: what `_left_out` of each, in line order, would make of it."""
+        agg = self._repeats.get((oc, group))
+        if agg is None:
+            self._repeats[(oc, group)] = [count, base + first, base + last, ts, base + ts_at if ts else -1]
+        else:
+            agg[0] += count
+            if base + last > agg[2]:
+                agg[2] = base + last
+            if ts and base + ts_at > agg[4]:
+                agg[3], agg[4] = ts, base + ts_at
 
     def resolve(self, plan: "_EmitPlan", obs: Observation, line: str, caps: dict, rank: Any,
                 host: Any) -> tuple[dict, str | None, str | None, tuple, tuple, Any]:

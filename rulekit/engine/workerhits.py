@@ -1,7 +1,8 @@
 """What a chunk-parallel scan worker makes of a chunk's hits for extraction: each
 hit's facts (`hitfacts.chunk_facts`: timestamp, uptime, rank, carried timestamp,
-printing host), and, for a hit whose evidence is already past its cap, only its
-cap group and timestamp, the rest of it left out (`chunk_facts`' `leave_out`).
+printing host), and, for the hits whose evidence is already past its cap, only
+what they add to their group's `event_repeats` row (`left_out`): one entry per
+group and chunk, the rest of them left out.
 
 The extraction phase records every (rule, type, symptom, node, captures) key
 that reaches `repeat_cap` and every (rule, type, symptom, node) group that
@@ -12,7 +13,8 @@ comes to that chunk: a hit the worker leaves out is one extraction would only
 have counted (its `event_repeats` row: count, first and last line, last
 timestamp), never one it would have stored.  Those are most of the hits of a long
 log, and for them the worker reads no carried timestamp and sends no captures,
-and extraction neither decodes their lines nor builds their events.  The key and
+and extraction neither decodes their lines nor builds their events nor counts them
+one by one.  The key and
 group come from the phase's own `resolve` (the code `_emit` runs), so they cannot
 differ.  Runs in the forked worker; depends on the phase only through `resolve`
 and `emit_plan`.
@@ -24,7 +26,10 @@ from typing import Any, Sequence
 from rulekit.extract.hitfacts import chunk_facts
 from rulekit.rules.model import AccumulatorRule
 
-LEFT_OUT = -1  # a left-out hit's rule index: (start, end, LEFT_OUT, group), its facts entry its timestamp
+# the rule index of a group's entry for its hits past their cap in a chunk: (start, end, LEFT_OUT, group) at
+# the first of them; its facts entry is (count, first line, last line, last timestamp, its line), lines from
+# the chunk's first (0), the timestamp the last truthy one (None, line -1: none)
+LEFT_OUT = -1
 MAX_RESOLVED = 200_000  # answers of `resolve` remembered at most (then forgotten at once)
 
 
@@ -51,6 +56,8 @@ class WorkerHits:
             self._resolved.clear()
         leave_out = self._leave_out if self.keys or self.groups else None  # (no cap reached yet: every hit whole)
         sent, facts, after = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
+        if leave_out is not None:
+            sent, facts = left_out(chunk, sent, facts)
         return sent, (facts, after)
 
     def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any) -> tuple | None:
@@ -69,3 +76,32 @@ class WorkerHits:
         if key in self.keys or group in self.groups:
             return (start, end, LEFT_OUT, group)  # (one group tuple per group: pickled once a chunk)
         return None
+
+
+def left_out(chunk: bytes, hits: list, facts: list) -> tuple[list, list]:
+    """`hits` and `facts` with each group's stand-ins (`_leave_out`'s, facts entry its
+    timestamp) made one entry at the first of them (see LEFT_OUT): what counting each,
+    in line order, into its `event_repeats` row would add (`ExtractionPhase._left_out_many`)."""
+    out_hits: list = []
+    out_facts: list = []
+    groups: dict[tuple, list] = {}
+    line = pos = 0
+    for h, f in zip(hits, facts):
+        if h[2] != LEFT_OUT:
+            out_hits.append(h)
+            out_facts.append(f)
+            continue
+        start = h[0]
+        line += chunk.count(b"\n", pos, start)
+        pos = start
+        rec = groups.get(h[3])
+        if rec is None:
+            rec = groups[h[3]] = [1, line, line, f, line if f else -1]
+            out_hits.append(h)
+            out_facts.append(rec)
+        else:
+            rec[0] += 1
+            rec[2] = line
+            if f:
+                rec[3], rec[4] = f, line
+    return out_hits, out_facts

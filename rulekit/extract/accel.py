@@ -315,48 +315,59 @@ class Accelerator:
         # state stays in the CPU caches across its lines (line order, switching among
         # hundreds of patterns, is ~3x slower a search), then the hits are put back in
         # (line, pattern) order.
-        work: list[tuple[int, int, int, int]] = []  # (pattern, line start, line end, end reported)
+        # (pattern, line start) pairs and the hits' (line start, pattern) order are packed
+        # into ints: a list of ints sorts several times faster than one of tuples
+        lb = max(n.bit_length(), 1)  # bits of a line start
+        pb = max(len(self.patterns).bit_length(), 1)  # bits of a pattern index
+        lmask = (1 << lb) - 1
+        work: list[int] = []  # pattern << lb | line start
         for ls in per_line:
             if orig is not None and ls > 0 and orig[ls - 1] == 13:
                 continue  # phantom line of a CRLF rewrite
             cands = per_line[ls]
             if allowed is not None:
                 cands = cands & allowed
-            if not cands:
-                continue
-            le = line_end[ls]
-            end = le + 1 if orig is not None and le < n and orig[le] == 13 else le
             for i in cands:
-                work.append((i, ls, le, end))
+                work.append(i << lb | ls)
         work.sort()
         hits = []
+        order: list[int] = []  # each hit's line start << pb | pattern
         compiled = self.compiled
         twins = self.compiled_ascii
         named = self._named
         texts: dict[int, str] = {}  # line start -> decoded text (non-ASCII lines, and lines without a twin)
         last = -1
-        for i, ls, le, end in work:
+        for w in work:
+            i, ls = w >> lb, w & lmask
             if i != last:
                 last = i
                 twin, rx, has_names = twins[i], compiled[i], named[i]
+            le = line_end[ls]
             raw = buf[ls:le]
             if twin is not None and raw.isascii():
                 if has_names:
                     m = twin.search(raw)
-                    if m is not None:
-                        hits.append((ls, end, i, {k: (v.decode("ascii") if v is not None else None)
-                                                  for k, v in m.groupdict().items()}))
+                    if m is None:
+                        continue
+                    caps = {k: (v.decode("ascii") if v is not None else None) for k, v in m.groupdict().items()}
                 elif twin.contains(raw):  # no captures wanted: RE2 need not find the groups
-                    hits.append((ls, end, i, {}))
-                continue
-            text = texts.get(ls)
-            if text is None:
-                text = texts[ls] = raw.decode("utf-8", "replace")
-            m = rx.search(text)
-            if m is not None:
-                hits.append((ls, end, i, m.groupdict()))
-        hits.sort(key=_line_then_pattern)
-        return hits
+                    caps = {}
+                else:
+                    continue
+            else:
+                text = texts.get(ls)
+                if text is None:
+                    text = texts[ls] = raw.decode("utf-8", "replace")
+                m = rx.search(text)
+                if m is None:
+                    continue
+                caps = m.groupdict()
+            end = le + 1 if orig is not None and le < n and orig[le] == 13 else le
+            hits.append((ls, end, i, caps))
+            order.append(ls << pb | i)
+        if len(hits) < 2:
+            return hits
+        return [hits[j] for j in sorted(range(len(hits)), key=order.__getitem__)]
 
     def _gate_lines(self, buf: bytes, per_line, line_end) -> None:
         gate = self._gate
@@ -403,11 +414,13 @@ class Accelerator:
             pos = le + 1
 
     def _hs_lines(self, buf: bytes, per_line, line_end) -> None:
-        found: list[tuple[int, int]] = []
+        found: list[int] = []  # match end << pb | rule: ints sort several times faster than tuples
         append = found.append
+        pb = max(len(self.patterns).bit_length(), 1)
+        rmask = (1 << pb) - 1
 
         def on_match(rule_id, _frm, to, _flags, _ctx):
-            append((to, rule_id))
+            append(to << pb | rule_id)
 
         scratch = getattr(self._tls, "scratch", None)
         if scratch is None:  # Hyperscan scratch space must not be shared between threads
@@ -420,7 +433,8 @@ class Accelerator:
         n = len(buf)
         cur_ls, cur_le = -1, -1
         cands: set[int] = set()
-        for to, rid in found:
+        for x in found:
+            to, rid = x >> pb, x & rmask
             last = to - 1 if to > 0 else 0
             if last > cur_le or cur_ls < 0 or last < cur_ls:
                 cur_ls = buf.rfind(b"\n", 0, last) + 1
@@ -432,10 +446,6 @@ class Accelerator:
                     cands = per_line[cur_ls] = set()
                     line_end[cur_ls] = cur_le
             cands.add(rid)
-
-
-def _line_then_pattern(hit: tuple) -> tuple[int, int]:
-    return hit[0], hit[2]
 
 
 def _hs_cache_path(exprs, flags, base: Any = _FROM_ENV):

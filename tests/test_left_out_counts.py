@@ -1,0 +1,66 @@
+"""Hits past their cap are counted into `event_repeats` rows the same way whether
+extraction counts each one (`ExtractionPhase._left_out`, in line order) or a scan
+worker first sums a chunk's per group (`workerhits.left_out`) and extraction adds
+those sums (`_left_out_many`) among the hits it counts itself: a worker told of a
+cap late sends some of a group's hits whole, and extraction finds them capped, so
+both kinds of one group interleave in one chunk.  Rows, their order and every
+field (count, first and last line, last timestamp) must be the same."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rulekit.engine.phases import ExtractionPhase
+from rulekit.engine.workerhits import LEFT_OUT, left_out
+
+GROUPS = [("R1", "bad_node", "XID_79", "n1"), ("R1", "bad_node", "XID_79", "n2"), ("R2", "info", "NCCL_INFO", None)]
+TIMES = [None, "", "2026-11-03T07:05:35", "2026-11-03T07:05:36"]
+
+
+def _counter() -> SimpleNamespace:
+    return SimpleNamespace(_repeats={})
+
+
+def _serial(hits, base: int, oc: int = 1) -> list:
+    phase = _counter()
+    for line, group, ts, _by_worker in hits:
+        ExtractionPhase._left_out(phase, oc, group, base + line, ts)  # type: ignore[arg-type]
+    return [(k, v[:4]) for k, v in phase._repeats.items()]
+
+
+def _chunked(hits, base: int, oc: int = 1) -> list:
+    chunk = b"line\n" * (max((h[0] for h in hits), default=0) + 1)
+    stubs = [((line * 5, line * 5 + 4, LEFT_OUT, group), ts) for line, group, ts, by_worker in hits if by_worker]
+    sent, facts = left_out(chunk, [s for s, _ in stubs], [f for _, f in stubs])
+    assert len(sent) == len({s[3] for s in sent})  # one entry per group
+    entries = [(h[0] // 5, "worker", h[3], f) for h, f in zip(sent, facts)]
+    own = [(line, "here", group, ts) for line, group, ts, by_worker in hits if not by_worker]
+    phase = _counter()
+    for line, kind, group, what in sorted(entries + own, key=lambda e: e[0]):  # (lines are distinct)
+        if kind == "worker":
+            ExtractionPhase._left_out_many(phase, oc, group, base, *what)  # type: ignore[arg-type]
+        else:
+            ExtractionPhase._left_out(phase, oc, group, base + line, what)  # type: ignore[arg-type]
+    return [(k, v[:4]) for k, v in phase._repeats.items()]
+
+
+hit_lists = st.lists(st.tuples(st.sampled_from(GROUPS), st.sampled_from(TIMES), st.booleans()), max_size=40).map(
+    lambda hs: [(3 * i + (i % 3), g, ts, w) for i, (g, ts, w) in enumerate(hs)])  # increasing, with gaps
+
+
+@settings(max_examples=300, deadline=None)
+@given(hit_lists, st.integers(min_value=1, max_value=10_000))
+def test_sums_from_a_worker_count_like_each_hit(hits, base):
+    assert _chunked(hits, base) == _serial(hits, base)
+
+
+def test_a_late_hit_counted_here_does_not_undo_the_workers_later_ones():
+    """The worker's entry stands at its group's first hit (line 0) and already holds its
+    last (line 20, stamped); extraction then counts one at line 10 itself."""
+    g = GROUPS[0]
+    hits = [(0, g, "2026-11-03T07:05:35", True), (10, g, "2026-11-03T07:05:36", False),
+            (20, g, "2026-11-03T07:05:37", True), (30, g, None, True)]
+    got = _chunked(hits, 100)
+    assert got == _serial(hits, 100) == [((1, g), [4, 100, 130, "2026-11-03T07:05:37"])]
