@@ -22,7 +22,8 @@ miss a line the rule matches:
   mean a smaller DFA, a faster Hyperscan compile and fewer callbacks;
 - a form that would open with a class or repeat starts at its first run of three
   literal characters instead;
-- every counted repeat becomes `*` or `+` (a superset with far fewer states).
+- every counted repeat becomes `*` or `+` (a superset with far fewer states);
+- the end is trimmed to the first place a match could end (`_trim_tail`).
 
 Everything is emitted with `\\xHH` escapes, so the result is plain ASCII text valid
 for both RE2 and Hyperscan.  Pure functions; no compilation, no scanning.
@@ -70,6 +71,7 @@ def superset_of(pattern: str, key: frozenset | None = None) -> Superset:
         items = _strip_nullable(_literal_start(items))
         if not items:
             return Superset(None, True, "the pattern matches the empty string, i.e. every line")
+        items = _trim_tail(items) or items
         text = _Emitter(bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)).seq(items)
     except Unsupported as e:
         return Superset(None, True, str(e))
@@ -181,6 +183,45 @@ def _strip_nullable(items):
         popped = items.pop(0)
     if popped is not None and popped[0] is L.AT:
         items.insert(0, popped)
+    return items
+
+
+def _trim_tail(items) -> list:
+    r"""`items` with what can follow its first possible end cut off: a repeat at the end
+    becomes one copy of its body, a group or each alternative at the end is trimmed
+    the same way, and a part that can then match the empty string goes.  Wherever the
+    whole matches, the trimmed form matches from the same start to an end at or
+    before the whole's (a superset on the same line); Hyperscan reports every end
+    of every match, and a `[^\n]*`, `\S+` or `\d+` at the end made one per byte.  An
+    anchor at the end stops the trimming (it keeps the form narrow)."""
+    items = list(items)
+    while items:
+        op, av = items[-1]
+        if op in (L.MAX_REPEAT, L.MIN_REPEAT):
+            if av[0] == 0:
+                items.pop()
+                continue
+            items[-1:] = _trim_tail(av[2])
+            return items
+        if op is L.SUBPATTERN:
+            group, add, dele, p = av
+            inner = _trim_tail(p)
+            if not inner:
+                items.pop()
+                continue
+            if add or dele:  # (the group's flags apply to what it holds)
+                items[-1] = (op, (group, add, dele, inner))
+            else:
+                items[-1:] = inner
+            return items
+        if op is L.BRANCH:
+            alts = [_trim_tail(alt) for alt in av[1]]
+            if not all(alts):  # an alternative that can match nothing: so can the branch
+                items.pop()
+                continue
+            items[-1] = (op, (av[0], alts))
+            return items
+        return items
     return items
 
 
