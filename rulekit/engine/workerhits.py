@@ -44,14 +44,18 @@ class WorkerHits:
         self.hosts = hosts  # read printing hosts (False: the observation declares its node)
         self.keys: set[tuple] = set()  # keys past the repeat cap
         self.groups: set[tuple] = set()  # groups past the group cap
-        self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet, or an accumulator)
-        # (rule index, captures, rank, host) -> (group, key): what `resolve` answers, a pure function of
-        # these for one observation; a hit past its cap is the same evidence again, so this is asked often
-        self._resolved: dict[tuple, tuple[tuple, tuple]] = {}
+        self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet; False: an accumulator)
+        # (rule index, captures, rank, host) -> (group, key, past a cap, caps heard of then): what `resolve`
+        # answers, a pure function of these for one observation, and its verdict, which holds for good once
+        # past a cap (a cap stays reached) and otherwise until more caps are heard of; a hit past its cap is
+        # the same evidence again, so this is asked often
+        self._resolved: dict[tuple, tuple[tuple, tuple, bool, int]] = {}
+        self._heard = 0  # caps heard of
 
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
             (self.keys if kind == 0 else self.groups).add(k)
+            self._heard += 1
         if len(self._resolved) > MAX_RESOLVED:
             self._resolved.clear()
         leave_out = self._leave_out if self.keys or self.groups else None  # (no cap reached yet: every hit whole)
@@ -65,16 +69,17 @@ class WorkerHits:
         start, end, idx, caps = hit
         plan = self._plans[idx]
         if plan is None:
-            if isinstance(self.rules[idx], AccumulatorRule):
-                return None  # (accumulators are not capped)
-            plan = self._plans[idx] = self.phase.emit_plan(self.rules[idx])
+            isacc = isinstance(self.rules[idx], AccumulatorRule)  # (accumulators are not capped)
+            plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
+        if plan is False:
+            return None
         memo = (idx, tuple(caps.values()), rank, host)
         got = self._resolved.get(memo)
-        if got is None:
-            got = self._resolved[memo] = self.phase.resolve(plan, self.obs, line, caps, rank, host)[3:5]
-        group, key = got
-        if key in self.keys or group in self.groups:
-            return (start, end, LEFT_OUT, group)  # (one group tuple per group: pickled once a chunk)
+        if got is None or (not got[2] and got[3] != self._heard):
+            group, key = self.phase.resolve(plan, self.obs, line, caps, rank, host)[3:5] if got is None else got[:2]
+            got = self._resolved[memo] = (group, key, key in self.keys or group in self.groups, self._heard)
+        if got[2]:
+            return (start, end, LEFT_OUT, got[0])  # (one group tuple per group: pickled once a chunk)
         return None
 
 
