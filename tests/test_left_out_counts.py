@@ -1,6 +1,6 @@
 """Hits past their cap are counted into `event_repeats` rows the same way whether
 extraction counts each one (`ExtractionPhase._left_out`, in line order) or a scan
-worker first sums a chunk's per group (`workerhits.left_out`) and extraction adds
+worker first sums a chunk's per group (`workerhits.GroupCounts`) and extraction adds
 those sums (`_left_out_many`) among the hits it counts itself: a worker told of a
 cap late sends some of a group's hits whole, and extraction finds them capped, so
 both kinds of one group interleave in one chunk.  Rows, their order and every
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rulekit.engine.phases import ExtractionPhase
-from rulekit.engine.workerhits import LEFT_OUT, left_out
+from rulekit.engine.workerhits import GroupCounts
 
 GROUPS = [("R1", "bad_node", "XID_79", "n1"), ("R1", "bad_node", "XID_79", "n2"), ("R2", "info", "NCCL_INFO", None)]
 TIMES = [None, "", "2026-11-03T07:05:35", "2026-11-03T07:05:36"]
@@ -32,10 +32,14 @@ def _serial(hits, base: int, oc: int = 1) -> list:
 
 def _chunked(hits, base: int, oc: int = 1) -> list:
     chunk = b"line\n" * (max((h[0] for h in hits), default=0) + 1)
-    stubs = [((line * 5, line * 5 + 4, LEFT_OUT, group), ts) for line, group, ts, by_worker in hits if by_worker]
-    sent, facts = left_out(chunk, [s for s, _ in stubs], [f for _, f in stubs])
-    assert len(sent) == len({s[3] for s in sent})  # one entry per group
-    entries = [(h[0] // 5, "worker", h[3], f) for h, f in zip(sent, facts)]
+    counts = GroupCounts(chunk)
+    entries = []
+    for line, group, ts, by_worker in hits:
+        if by_worker:
+            got = counts.add((line * 5, line * 5 + 4, 7, {"x": "1"}), group, ts)
+            if got:
+                entries.append((got[0][0] // 5, "worker", got[0][3], got[1]))
+    assert len(entries) == len({e[2] for e in entries})  # one entry per group
     own = [(line, "here", group, ts) for line, group, ts, by_worker in hits if not by_worker]
     phase = _counter()
     for line, kind, group, what in sorted(entries + own, key=lambda e: e[0]):  # (lines are distinct)

@@ -1,7 +1,7 @@
 """What a chunk-parallel scan worker makes of a chunk's hits for extraction: each
 hit's facts (`hitfacts.chunk_facts`: timestamp, uptime, rank, carried timestamp,
 printing host), and, for the hits whose evidence is already past its cap, only
-what they add to their group's `event_repeats` row (`left_out`): one entry per
+what they add to their group's `event_repeats` row (`GroupCounts`): one entry per
 group and chunk, the rest of them left out.
 
 The extraction phase records every (rule, type, symptom, node, captures) key
@@ -51,6 +51,7 @@ class WorkerHits:
         # the same evidence again, so this is asked often
         self._resolved: dict[tuple, tuple[tuple, tuple, bool, int]] = {}
         self._heard = 0  # caps heard of
+        self._counts = GroupCounts(b"")  # the chunk's hits past their cap, per group
 
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
@@ -58,15 +59,17 @@ class WorkerHits:
             self._heard += 1
         if len(self._resolved) > MAX_RESOLVED:
             self._resolved.clear()
-        leave_out = self._leave_out if self.keys or self.groups else None  # (no cap reached yet: every hit whole)
+        leave_out = None  # (no cap reached yet: every hit whole)
+        if self.keys or self.groups:
+            self._counts = GroupCounts(chunk)
+            leave_out = self._leave_out
         sent, facts, after = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
-        if leave_out is not None:
-            sent, facts = left_out(chunk, sent, facts)
         return sent, (facts, after)
 
-    def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any) -> tuple | None:
-        """(start, end, LEFT_OUT, group) for an extractor hit past its cap, else None."""
-        start, end, idx, caps = hit
+    def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any) -> tuple | None:
+        """None for a hit to send whole; for an extractor hit past its cap, what its group's
+        entry is given (`GroupCounts.add`)."""
+        idx, caps = hit[2], hit[3]
         plan = self._plans[idx]
         if plan is None:
             isacc = isinstance(self.rules[idx], AccumulatorRule)  # (accumulators are not capped)
@@ -79,34 +82,35 @@ class WorkerHits:
             group, key = self.phase.resolve(plan, self.obs, line, caps, rank, host)[3:5] if got is None else got[:2]
             got = self._resolved[memo] = (group, key, key in self.keys or group in self.groups, self._heard)
         if got[2]:
-            return (start, end, LEFT_OUT, got[0])  # (one group tuple per group: pickled once a chunk)
+            return self._counts.add(hit, got[0], ts)
         return None
 
 
-def left_out(chunk: bytes, hits: list, facts: list) -> tuple[list, list]:
-    """`hits` and `facts` with each group's stand-ins (`_leave_out`'s, facts entry its
-    timestamp) made one entry at the first of them (see LEFT_OUT): what counting each,
-    in line order, into its `event_repeats` row would add (`ExtractionPhase._left_out_many`)."""
-    out_hits: list = []
-    out_facts: list = []
-    groups: dict[tuple, list] = {}
-    line = pos = 0
-    for h, f in zip(hits, facts):
-        if h[2] != LEFT_OUT:
-            out_hits.append(h)
-            out_facts.append(f)
-            continue
-        start = h[0]
-        line += chunk.count(b"\n", pos, start)
-        pos = start
-        rec = groups.get(h[3])
+
+class GroupCounts:
+    """A chunk's hits past their cap, counted per group as `ExtractionPhase._left_out`
+    of each, in line order, would count them into its `event_repeats` row: the first
+    hit of a group becomes the group's entry (see LEFT_OUT), the rest are added to it."""
+
+    def __init__(self, chunk: bytes):
+        self.chunk = chunk
+        self.groups: dict[tuple, list] = {}
+        self.line = 0  # (lines from the chunk's first, up to `pos`)
+        self.pos = 0
+
+    def add(self, hit: tuple, group: tuple, ts: str | None) -> tuple:
+        """((start, end, LEFT_OUT, group), its entry) for a group's first hit, else `()`
+        (hits come in line order)."""
+        start = hit[0]
+        self.line += self.chunk.count(b"\n", self.pos, start)
+        self.pos = start
+        line = self.line
+        rec = self.groups.get(group)
         if rec is None:
-            rec = groups[h[3]] = [1, line, line, f, line if f else -1]
-            out_hits.append(h)
-            out_facts.append(rec)
-        else:
-            rec[0] += 1
-            rec[2] = line
-            if f:
-                rec[3], rec[4] = f, line
-    return out_hits, out_facts
+            rec = self.groups[group] = [1, line, line, ts, line if ts else -1]
+            return (start, hit[1], LEFT_OUT, group), rec  # (one group tuple per group: pickled once a chunk)
+        rec[0] += 1
+        rec[2] = line
+        if ts:
+            rec[3], rec[4] = ts, line
+        return ()

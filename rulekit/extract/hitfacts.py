@@ -108,15 +108,16 @@ def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
 
 
 def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bool = True,
-                leave_out: Callable[[tuple, str, Any, Any], tuple | None] | None = None) -> tuple[list, list, Any]:
+                leave_out: Callable[[tuple, str, Any, Any, Any], tuple | None] | None = None) -> tuple[list, list, Any]:
     """(hits, their facts in hit order, the carried timestamp after the chunk (INHERIT:
     the chunk changed nothing)), as extraction would read them.  Each hit's own
     timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
     not read (None; the caller's observation declares its node).  Hits of several rules
     on one line (they are in line order) share that line's facts.  `leave_out(hit,
-    line, rank, host)`: a stand-in for a hit the caller need not see whole (its facts
-    entry is then only its own timestamp, and no carried timestamp is looked up for
-    it), or None to keep the hit."""
+    line, rank, host, timestamp)`: None to keep the hit, else what stands in for it
+    (`(hit sent, facts entry)`, or `()`: nothing); no carried timestamp is looked up
+    for a hit not kept.
+    """
     carry = TimeCarry(year, INHERIT)
     out_hits: list = []
     out: list = []
@@ -136,10 +137,11 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bo
             carry.saw(ts, end)
             f = None
         if leave_out is not None:
-            stand_in = leave_out(h, line, rank, host)
+            stand_in = leave_out(h, line, rank, host, ts)
             if stand_in is not None:
-                out_hits.append(stand_in)
-                out.append(ts)
+                if stand_in:
+                    out_hits.append(stand_in[0])
+                    out.append(stand_in[1])
                 continue
         if f is None:
             f = (ts, uptime, rank, carry.ts if ts is None else None, host)
