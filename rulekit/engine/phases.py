@@ -42,7 +42,7 @@ from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.hitfacts import INHERIT, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
-from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
+from rulekit.engine.workerhits import LEFT_OUT, MAX_RESOLVED, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
@@ -209,6 +209,8 @@ class ExtractionPhase:
         # (oc, group) -> [count, first_line, last_line, last_ts, the line of last_ts (-1: none)] (this observation)
         self._repeats: dict[tuple, list] = {}
         self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
+        # (rule name, captures, rank, host) -> what `resolve` answered (this observation; `values` is read only)
+        self._resolved: dict[tuple, tuple] = {}
         self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
         # keys (0, key) and groups (1, group) that reached their cap, in that order: scan workers
         # are told them (`_news_for`) and leave out the hits they would be counted in
@@ -242,6 +244,7 @@ class ExtractionPhase:
         oc = self.manager.observation_context(self.context_id, obs.source, obs.format, obs.t_start, obs.t_end, obs.name)
         before = self.added
         line_base = obs.first_line
+        self._resolved.clear()  # (the node a line gets depends on its observation)
         active: list[_ActiveAccumulator] = []
         carry = TimeCarry(self.year)
         scanned = self._scanned(obs, plan)
@@ -342,7 +345,7 @@ class ExtractionPhase:
 
     def _left_out_many(self, oc: int, group: tuple, base: int, count: int, first: int, last: int,
                        ts: str | None, ts_at: int) -> None:
-        """Count a worker's hits of one group past their cap in one chunk (`workerhits.left_out`:
+        """Count a worker's hits of one group past their cap in one chunk (`workerhits.GroupCounts`:
         lines from `base`, the chunk's first), at the first of them, into the group's
         `event_repeats` row: what `_left_out` of each, in line order, would make of it."""
         agg = self._repeats.get((oc, group))
@@ -401,13 +404,20 @@ class ExtractionPhase:
         rendered fields, the carried timestamp) is computed only for one that is stored;
         what is the same for every line of a rule (event type, constant templates and
         their canonical names) is computed once (`_EmitPlan`)."""
+        plan = self.emit_plan(rule)
         if facts is None:
             ts, uptime = timestamp_of(line, self.year)
             rank = carried = host = _NOT_READ
-        else:
+            values, symptom, node, group, key, rank = self.resolve(plan, obs, line, caps, rank, host)
+        else:  # a worker read the rank and host: what `resolve` answers for them is remembered
             ts, uptime, rank, carried, host = facts
-        plan = self.emit_plan(rule)
-        values, symptom, node, group, key, rank = self.resolve(plan, obs, line, caps, rank, host)
+            memo = (rule.name, tuple(caps.values()), rank, host)
+            got = self._resolved.get(memo)
+            if got is None:
+                if len(self._resolved) > MAX_RESOLVED:
+                    self._resolved.clear()
+                got = self._resolved[memo] = self.resolve(plan, obs, line, caps, rank, host)
+            values, symptom, node, group, key, rank = got
         etype = plan.etype
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)

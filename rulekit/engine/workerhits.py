@@ -13,11 +13,10 @@ comes to that chunk: a hit the worker leaves out is one extraction would only
 have counted (its `event_repeats` row: count, first and last line, last
 timestamp), never one it would have stored.  Those are most of the hits of a long
 log, and for them the worker reads no carried timestamp and sends no captures,
-and extraction neither decodes their lines nor builds their events nor counts them
-one by one.  The key and
-group come from the phase's own `resolve` (the code `_emit` runs), so they cannot
-differ.  Runs in the forked worker; depends on the phase only through `resolve`
-and `emit_plan`.
+and extraction neither decodes their lines nor builds their events nor counts
+them one by one.  The key and group come from the phase's own `resolve` (the code
+`_emit` runs), so they cannot differ.  Runs in the forked worker; depends on the
+phase only through `resolve` and `emit_plan`.
 """
 from __future__ import annotations
 
@@ -84,7 +83,6 @@ class WorkerHits:
         if got[2]:
             return self._counts.add(hit, got[0], ts)
         return None
-
 
 
 class GroupCounts:
