@@ -7,7 +7,9 @@
 - a stamped line beyond the repeat cap is still the nearest earlier stamped line
   for the unstamped evidence after it (its timestamp is carried);
 - `gcpolicy.fewer_collections` restores the thresholds, also when nested from
-  threads.
+  threads;
+- no collection walks a job's events between its attribution and its end
+  (`jobrun.attribute_dir`).
 Data: generated lines (hypothesis) built from the prefixes real logs print.
 """
 from __future__ import annotations
@@ -142,3 +144,44 @@ def test_paused_gc_nests_across_threads_and_keeps_a_users_off():
         assert not gc.isenabled()  # off before: still off
     finally:
         gc.enable()
+
+
+def test_no_collection_walks_a_job_between_its_attribution_and_its_end(monkeypatch):
+    """`attribute_dir` keeps collections paused from attribution until the session and
+    its events are gone: a collection in between (the first after `attribute` resumed
+    them, with a threshold of one object here) would walk every event only for them
+    to be freed right after."""
+    from pathlib import Path
+
+    from rulekit.engine import jobrun
+
+    engine = load_corpus(None).engine
+    real_attribute, real_close = Session.attribute, Session.close
+    window = {"open": False, "threshold": gc.get_threshold()}
+    collections = []
+
+    def attribute(self, *a, **k):
+        window["open"] = True
+        gc.set_threshold(1)
+        return real_attribute(self, *a, **k)
+
+    def close(self):
+        real_close(self)
+        if window["open"]:
+            window["open"] = False
+            gc.set_threshold(*window["threshold"])
+
+    def seen(phase, info):
+        if phase == "start" and window["open"]:
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(Session, "attribute", attribute)
+    monkeypatch.setattr(Session, "close", close)
+    gc.callbacks.append(seen)
+    try:
+        result = jobrun.attribute_dir(engine, Path(__file__).parents[1] / "examples" / "xid149-nvlink")
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*window["threshold"])
+    assert result["outcome"] == "hardware"
+    assert not window["open"] and collections == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from rulekit.engine.gcpolicy import paused_gc
 from rulekit.engine.session import Session
 from rulekit.inputs.jobdir import read_job_dir
 
@@ -25,10 +26,20 @@ def attribute_dir(engine: Any, job_dir: str | Path, progress: Callable[[int], No
     begin = getattr(progress, "begin", None)
     if begin is not None:
         begin(jd.total_bytes())
-    with Session(engine, jd.job) as s:
-        s.ingest_batch(jd.observations, progress)
-        s.ingest_metrics(jd.metrics)
-        result = s.attribute(with_trace=with_trace)
+    session: Session | None = Session(engine, jd.job)
+    try:
+        session.ingest_batch(jd.observations, progress)
+        session.ingest_metrics(jd.metrics)
+        # Collections stay paused (as in `attribute`) until the session and its events are
+        # gone: resumed in between, the first one would walk every event of the job's
+        # working set only for them to be freed right after (0.1 s at 200 MiB of log).
+        with paused_gc():
+            result = session.attribute(with_trace=with_trace)
+            session.close()
+            session = None
+    finally:
+        if session is not None:
+            session.close()
     if jd.notes:
         result["notes"] = [d.to_dict() for d in jd.notes]
     return result
