@@ -14,7 +14,6 @@ A rule that raises does not stop attribution: the error is reported in the resul
 """
 from __future__ import annotations
 
-import heapq
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from rulekit.rules.model import (
 from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes
 from rulekit.engine.gcpolicy import fewer_collections
-from rulekit.engine.ordering import event_order_key
+from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.hitfacts import INHERIT, TimeCarry
@@ -785,7 +784,7 @@ def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE
         groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
     picked: list[Event] = []
     for group in groups.values():
-        picked.extend(group if len(group) <= per_key else heapq.nsmallest(per_key, group, key=_sort_key))
+        picked.extend(group if len(group) <= per_key else first_in_order(group, per_key))
     picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
     out = [e.to_evidence() for e in picked[:most]]
     return out, len(events) - len(out)
