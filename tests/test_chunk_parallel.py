@@ -12,6 +12,7 @@ chunks, so chunk boundaries fall everywhere.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -147,9 +148,9 @@ def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
     assert parallel.scan_workers(1 << 40) == 0
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
-    monkeypatch.setattr(parallel, "load_average", lambda: 0.3)
+    monkeypatch.setattr(parallel, "busy_cores", lambda: 0)
     assert parallel.scan_workers(parallel.PARALLEL_MIN_BYTES) == 2
-    monkeypatch.setattr(parallel, "load_average", lambda: 2.4)  # the other core is busy
+    monkeypatch.setattr(parallel, "busy_cores", lambda: 1)  # the other core is busy
     assert parallel.scan_workers(1 << 40) == 0
     monkeypatch.setattr(parallel, "usable_cores", lambda: 8)
     assert parallel.scan_workers(1 << 40) == parallel.MAX_WORKERS
@@ -160,6 +161,22 @@ def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
     assert parallel.scan_workers(10, requested=3) == 3
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
     assert parallel.scan_workers(10, requested=3) == 0
+
+
+def test_busy_cores_are_the_other_tasks_running_now_not_the_last_minutes(monkeypatch):
+    """`/proc/loadavg`: three load averages, then `running/total` (this task among the
+    running).  A minute after two busy processes ended the 1-minute average still says
+    2.5; the cores are free, and a log is scanned on both."""
+    assert parallel.runnable_others("2.50 1.39 1.18 1/80 22527") == 0
+    assert parallel.runnable_others("0.10 0.20 0.30 3/412 9") == 2
+    assert parallel.runnable_others("0.00 0.00 0.00 0/1 1\n") == 0
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(parallel, "load_average", lambda: 2.5)
+    monkeypatch.setattr(parallel, "runnable_others", lambda text: 0)
+    assert parallel.scan_workers(1 << 40) == 2
+    if not os.path.exists("/proc/loadavg"):  # elsewhere: the load average, this process not counted
+        assert parallel.busy_cores() == 1.5
 
 
 def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):

@@ -22,10 +22,9 @@ single-threaded, non-daemon process on a platform with `fork`.
 
 `scan_workers(size, requested)` decides: `requested` (the engine option
 `scan_workers`, from `RULEKIT_SCAN_WORKERS`: 0 or 1 serial, N workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
-core that is free (usable cores, less the whole part of the 1-minute load
-average other processes make, this one counted as free), at most
-`MAX_WORKERS`, when that is two or more: on a busy machine workers only queue
-behind the others.  Must not know about rules, events or the store.
+core that is free (usable cores, less those other processes keep busy now:
+`busy_cores`, this one counted as free), at most `MAX_WORKERS`, when that is
+two or more: on a busy machine workers only queue behind the others.  Must not know about rules, events or the store.
 """
 from __future__ import annotations
 
@@ -73,8 +72,27 @@ def scan_workers(size: int, requested: int | None = None) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 0
     cores = usable_cores()
-    n = min(cores, MAX_WORKERS, cores - int(load_average()) + 1)
+    n = min(cores, MAX_WORKERS, cores - int(busy_cores()))
     return n if n > 1 and fork_is_safe() else 0
+
+
+def busy_cores() -> float:
+    """Cores other processes keep busy now: the tasks the scheduler has running or
+    ready this moment, less this one (Linux, `/proc/loadavg`), else the 1-minute load
+    average less one.  The load average trails by a minute: right after a busy one
+    (a benchmark, or the same command run twice) it still counts the cores of
+    processes that have ended, and a log would be scanned serially on an idle machine."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return float(runnable_others(f.read()))
+    except (OSError, ValueError):
+        return max(load_average() - 1, 0.0)
+
+
+def runnable_others(loadavg: str) -> int:
+    """Other tasks running or ready, from `/proc/loadavg`'s text (its fourth field is
+    `running/total`, this task among the running)."""
+    return max(int(loadavg.split()[3].split("/")[0]) - 1, 0)
 
 
 def load_average() -> float:
