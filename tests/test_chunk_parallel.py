@@ -177,6 +177,12 @@ def test_busy_cores_are_the_other_tasks_running_now_not_the_last_minutes(monkeyp
     assert parallel.scan_workers(1 << 40) == 2
     if not os.path.exists("/proc/loadavg"):  # elsewhere: the load average, this process not counted
         assert parallel.busy_cores() == 1.5
+    else:  # a task that ran at one look is not a busy core: the fewest seen counts
+        looks = iter([2, 1, 3, 1, 2])
+        monkeypatch.setattr(parallel, "runnable_others", lambda text: next(looks))
+        assert parallel.busy_cores() == 1
+        looks = iter([1, 0])
+        assert parallel.busy_cores() == 0  # (no more looks once one saw none)
 
 
 def test_an_abandoned_scan_leaves_no_worker(engine, tmp_path, monkeypatch):

@@ -34,6 +34,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
@@ -76,17 +77,30 @@ def scan_workers(size: int, requested: int | None = None) -> int:
     return n if n > 1 and fork_is_safe() else 0
 
 
+BUSY_SAMPLES = 5  # looks at the running tasks, 2 ms apart (a task that keeps a core busy is in each)
+
+
 def busy_cores() -> float:
-    """Cores other processes keep busy now: the tasks the scheduler has running or
-    ready this moment, less this one (Linux, `/proc/loadavg`), else the 1-minute load
+    """Cores other processes keep busy now: the fewest other tasks the scheduler had
+    running or ready in a few looks over some milliseconds (Linux, `/proc/loadavg`;
+    one look at a moment a short task ran would count it), else the 1-minute load
     average less one.  The load average trails by a minute: right after a busy one
     (a benchmark, or the same command run twice) it still counts the cores of
     processes that have ended, and a log would be scanned serially on an idle machine."""
+    fewest = None
     try:
-        with open("/proc/loadavg", encoding="ascii") as f:
-            return float(runnable_others(f.read()))
-    except (OSError, ValueError):
-        return max(load_average() - 1, 0.0)
+        for k in range(BUSY_SAMPLES):
+            if k:
+                time.sleep(0.002)
+            with open("/proc/loadavg", encoding="ascii") as f:
+                n = runnable_others(f.read())
+            fewest = n if fewest is None else min(fewest, n)
+            if fewest == 0:
+                break
+    except (OSError, ValueError, IndexError):
+        if fewest is None:
+            return max(load_average() - 1, 0.0)
+    return float(fewest)
 
 
 def runnable_others(loadavg: str) -> int:
