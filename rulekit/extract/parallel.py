@@ -24,7 +24,8 @@ single-threaded, non-daemon process on a platform with `fork`.
 `scan_workers`, from `RULEKIT_SCAN_WORKERS`: 0 or 1 serial, N workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
 core that is free (usable cores, less those other processes keep busy now:
 `busy_cores`, this one counted as free), at most `MAX_WORKERS`, when that is
-two or more: on a busy machine workers only queue behind the others.  Must not know about rules, events or the store.
+two or more: on a busy machine workers only queue behind the others.  Must not
+know about rules, events or the store.
 """
 from __future__ import annotations
 
