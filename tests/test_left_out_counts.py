@@ -7,8 +7,6 @@ both kinds of one group interleave in one chunk.  Rows, their order and every
 field (count, first and last line, last timestamp) must be the same."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,14 +17,16 @@ GROUPS = [("R1", "bad_node", "XID_79", "n1"), ("R1", "bad_node", "XID_79", "n2")
 TIMES = [None, "", "2026-11-03T07:05:35", "2026-11-03T07:05:36"]
 
 
-def _counter() -> SimpleNamespace:
-    return SimpleNamespace(_repeats={})
+def _counter() -> ExtractionPhase:
+    phase = ExtractionPhase.__new__(ExtractionPhase)  # (only its counting: no engine, no store)
+    phase._repeats = {}
+    return phase
 
 
 def _serial(hits, base: int, oc: int = 1) -> list:
     phase = _counter()
     for line, group, ts, _by_worker in hits:
-        ExtractionPhase._left_out(phase, oc, group, base + line, ts)  # type: ignore[arg-type]
+        phase._left_out(oc, group, base + line, ts)
     return [(k, v[:4]) for k, v in phase._repeats.items()]
 
 
@@ -44,9 +44,9 @@ def _chunked(hits, base: int, oc: int = 1) -> list:
     phase = _counter()
     for line, kind, group, what in sorted(entries + own, key=lambda e: e[0]):  # (lines are distinct)
         if kind == "worker":
-            ExtractionPhase._left_out_many(phase, oc, group, base, *what)  # type: ignore[arg-type]
+            phase._left_out_many(oc, group, base, *what)
         else:
-            ExtractionPhase._left_out(phase, oc, group, base + line, what)  # type: ignore[arg-type]
+            phase._left_out(oc, group, base + line, what)
     return [(k, v[:4]) for k, v in phase._repeats.items()]
 
 

@@ -41,7 +41,7 @@ from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.hitfacts import INHERIT, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
-from rulekit.engine.workerhits import LEFT_OUT, MAX_RESOLVED, WorkerHits
+from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 
@@ -137,6 +137,7 @@ def rule_error(rule: str, e: BaseException) -> dict[str, str]:
 # ---- phase 1: extraction ----------------------------------------------------------------------
 
 
+MAX_RESOLVED = 200_000  # answers of `resolve` remembered at most (`ExtractionPhase.resolved`; then forgotten at once)
 REPEAT_CAP = DEFAULT_REPEAT_CAP  # (EngineOptions.repeat_cap) events kept per (rule, event type, symptom, node, captures); later repeats are aggregated
 GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule, event type, symptom, node) whatever the captures
 
@@ -208,8 +209,7 @@ class ExtractionPhase:
         # (oc, group) -> [count, first_line, last_line, last_ts, the line of last_ts (-1: none)] (this observation)
         self._repeats: dict[tuple, list] = {}
         self._plans: dict[str, _EmitPlan] = {}  # rule name -> what its emits share
-        # (rule name, captures, rank, host) -> what `resolve` answered (this observation; `values` is read only)
-        self._resolved: dict[tuple, tuple] = {}
+        self._resolved: dict[tuple, tuple] = {}  # (rule name, captures, rank, host) -> `resolve` (`resolved`)
         self._nodes: dict[str, str | None] = {}  # printed name -> canonical node
         # keys (0, key) and groups (1, group) that reached their cap, in that order: scan workers
         # are told them (`_news_for`) and leave out the hits they would be counted in
@@ -332,21 +332,15 @@ class ExtractionPhase:
 
     def _left_out(self, oc: int, group: tuple, line_num: int, ts: str | None) -> None:
         """Count one hit past its cap into its group's `event_repeats` row."""
-        agg = self._repeats.get((oc, group))  # one row per group: bounded, whatever was captured
-        if agg is None:
-            self._repeats[(oc, group)] = [1, line_num, line_num, ts, line_num if ts else -1]
-        else:  # (a worker's entry may already hold later lines of this chunk: `_left_out_many`)
-            agg[0] += 1
-            if line_num > agg[2]:
-                agg[2] = line_num
-            if ts and line_num > agg[4]:
-                agg[3], agg[4] = ts, line_num
+        self._left_out_many(oc, group, 0, 1, line_num, line_num, ts, line_num)
 
     def _left_out_many(self, oc: int, group: tuple, base: int, count: int, first: int, last: int,
                        ts: str | None, ts_at: int) -> None:
-        """Count a worker's hits of one group past their cap in one chunk (`workerhits.GroupCounts`:
-        lines from `base`, the chunk's first), at the first of them, into the group's
-        `event_repeats` row: what `_left_out` of each, in line order, would make of it."""
+        """Count hits of one group past their cap into its `event_repeats` row (one row
+        per group: bounded, whatever was captured): one hit, or a worker's of one chunk
+        (`workerhits.GroupCounts`: lines from `base`, the chunk's first) at the first of
+        them, what counting each in line order would make of it.  A worker's entry may
+        already hold later lines than a hit counted after it here (one it sent whole)."""
         agg = self._repeats.get((oc, group))
         if agg is None:
             self._repeats[(oc, group)] = [count, base + first, base + last, ts, base + ts_at if ts else -1]
@@ -382,6 +376,20 @@ class ExtractionPhase:
         group = (plan.rule.name, plan.etype, symptom, node)
         return values, symptom, node, group, (*group, tuple(caps.values())), rank  # key: the same evidence again (any rank)
 
+    def resolved(self, plan: "_EmitPlan", obs: Observation, line: str, caps: dict, rank: Any,
+                 host: Any) -> tuple[dict, str | None, str | None, tuple, tuple, Any]:
+        """`resolve` of a hit whose rank and host were read (by a worker), remembered: a
+        pure function of (rule, captures, rank, host) for one observation, and a hit
+        past its cap is the same evidence again, so it is asked often (the answer's
+        `values` is read only)."""
+        memo = (plan.rule.name, tuple(caps.values()), rank, host)
+        got = self._resolved.get(memo)
+        if got is None:
+            if len(self._resolved) > MAX_RESOLVED:
+                self._resolved.clear()
+            got = self._resolved[memo] = self.resolve(plan, obs, line, caps, rank, host)
+        return got
+
     def emit_plan(self, rule: ExtractorRule) -> "_EmitPlan":
         plan = self._plans.get(rule.name)
         if plan is None or plan.rule is not rule:
@@ -408,15 +416,9 @@ class ExtractionPhase:
             ts, uptime = timestamp_of(line, self.year)
             rank = carried = host = _NOT_READ
             values, symptom, node, group, key, rank = self.resolve(plan, obs, line, caps, rank, host)
-        else:  # a worker read the rank and host: what `resolve` answers for them is remembered
+        else:  # a worker read the rank and host
             ts, uptime, rank, carried, host = facts
-            memo = (rule.name, tuple(caps.values()), rank, host)
-            got = self._resolved.get(memo)
-            if got is None:
-                if len(self._resolved) > MAX_RESOLVED:
-                    self._resolved.clear()
-                got = self._resolved[memo] = self.resolve(plan, obs, line, caps, rank, host)
-            values, symptom, node, group, key, rank = got
+            values, symptom, node, group, key, rank = self.resolved(plan, obs, line, caps, rank, host)
         etype = plan.etype
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)

@@ -14,9 +14,9 @@ have counted (its `event_repeats` row: count, first and last line, last
 timestamp), never one it would have stored.  Those are most of the hits of a long
 log, and for them the worker reads no carried timestamp and sends no captures,
 and extraction neither decodes their lines nor builds their events nor counts
-them one by one.  The key and group come from the phase's own `resolve` (the code
+them one by one.  The key and group come from the phase's own `resolved` (the code
 `_emit` runs), so they cannot differ.  Runs in the forked worker; depends on the
-phase only through `resolve` and `emit_plan`.
+phase only through `resolved` and `emit_plan`.
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from rulekit.rules.model import AccumulatorRule
 # the first of them; its facts entry is (count, first line, last line, last timestamp, its line), lines from
 # the chunk's first (0), the timestamp the last truthy one (None, line -1: none)
 LEFT_OUT = -1
-MAX_RESOLVED = 200_000  # answers of `resolve` remembered at most (then forgotten at once)
 
 
 class WorkerHits:
@@ -44,20 +43,11 @@ class WorkerHits:
         self.keys: set[tuple] = set()  # keys past the repeat cap
         self.groups: set[tuple] = set()  # groups past the group cap
         self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet; False: an accumulator)
-        # (rule index, captures, rank, host) -> (group, key, past a cap, caps heard of then): what `resolve`
-        # answers, a pure function of these for one observation, and its verdict, which holds for good once
-        # past a cap (a cap stays reached) and otherwise until more caps are heard of; a hit past its cap is
-        # the same evidence again, so this is asked often
-        self._resolved: dict[tuple, tuple[tuple, tuple, bool, int]] = {}
-        self._heard = 0  # caps heard of
         self._counts = GroupCounts(b"")  # the chunk's hits past their cap, per group
 
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
             (self.keys if kind == 0 else self.groups).add(k)
-            self._heard += 1
-        if len(self._resolved) > MAX_RESOLVED:
-            self._resolved.clear()
         leave_out = None  # (no cap reached yet: every hit whole)
         if self.keys or self.groups:
             self._counts = GroupCounts(chunk)
@@ -75,13 +65,9 @@ class WorkerHits:
             plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
         if plan is False:
             return None
-        memo = (idx, tuple(caps.values()), rank, host)
-        got = self._resolved.get(memo)
-        if got is None or (not got[2] and got[3] != self._heard):
-            group, key = self.phase.resolve(plan, self.obs, line, caps, rank, host)[3:5] if got is None else got[:2]
-            got = self._resolved[memo] = (group, key, key in self.keys or group in self.groups, self._heard)
-        if got[2]:
-            return self._counts.add(hit, got[0], ts)
+        _values, _symptom, _node, group, key, _rank = self.phase.resolved(plan, self.obs, line, caps, rank, host)
+        if key in self.keys or group in self.groups:
+            return self._counts.add(hit, group, ts)
         return None
 
 
