@@ -60,7 +60,7 @@ def tail_exception(line: str):
 
 
 @accumulator_def(
-    name="PythonTail", author=AUTHOR, trigger_re=TRIGGER, sources=("applog",), max_lines=1,
+    name="PythonTail", author=AUTHOR, trigger_re=TRIGGER, sources=("applog",), max_lines=0,
     symptoms=("PYTHON_EXCEPTION_TAIL",),
     tests=[
         {"line": "AssertionError: Check batch related parameters. train_batch_size is not equal to "
@@ -90,9 +90,6 @@ class PythonTail(Accumulator):
     def __init__(self, ctx, line, match):
         super().__init__(ctx, line, match)
         self.exc = tail_exception(line)
-
-    def feed(self, line):
-        return False
 
     def finalize(self):
         if self.exc is None:

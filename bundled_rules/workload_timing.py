@@ -117,7 +117,7 @@ def sigkill_alone_is_host_oom(context):
 
 @accumulator_def(
     name="DataPrepProgress", author=AUTHOR, trigger_re=r"\d%\|[^|\n]*\|[^\n]*?(?:examples|ba)/s\]",
-    sources=("applog",), max_lines=1,
+    sources=("applog",), max_lines=0,
     symptoms=(),
     tests=[
         {"line": "Tokenizing Prompts (num_proc=64):  92%|█████████▏| 328986/359152 [29:58<12:05, 41.59 examples/s]\n",
@@ -137,9 +137,6 @@ class DataPrepProgress(Accumulator):
     def __init__(self, ctx, line, match):
         super().__init__(ctx, line, match)
         self.found = data_prep_progress(line)
-
-    def feed(self, line):
-        return False
 
     def finalize(self):
         if self.found is None:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rulekit.extract.accel import Accelerator, hyperscan_available
+from rulekit.extract.accel import Accelerator, _Lazy, hyperscan_available
 from rulekit.extract.scan import NaiveScanner, iter_chunks, make_scanner
 
 FIX = Path(__file__).parent / "fixtures" / "accel"
@@ -154,3 +154,17 @@ def test_concurrent_scans_from_threads(fast, naive):
     for t in threads:
         t.join()
     assert errors == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_ascii_line_compiles_only_the_bytes_form(backend):
+    """On ASCII lines a pattern confirms with its bytes twin alone: its str form is
+    compiled only for a line that needs it (compiling both doubled a worker's start)."""
+    pats = [r"Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)", r"ECC error", "caf\u00e9 (?P<n>\\d+)"]
+    acc = Accelerator(pats, backend=backend)
+    hits = acc.scan(b"NVRM: Xid (PCI:0000:3b:00): 79, pid=1\nan ECC error\n")
+    assert [h[2] for h in hits] == [0, 1] and hits[0][3] == {"pci": "PCI:0000:3b:00", "xid": "79"}
+    assert acc.compiled._done[0] is _Lazy._UNSET and acc.compiled._done[1] is _Lazy._UNSET
+    hits = acc.scan("caf\u00e9 12 and a non-ASCII Xid (\u00e9): 3\n".encode())
+    assert sorted(h[2] for h in hits) == [0, 2]  # (the non-ASCII pattern has no twin: its str form)
+    assert acc.compiled._done[0] is not _Lazy._UNSET  # a non-ASCII line: the str form, compiled now

@@ -9,7 +9,8 @@
 - `gcpolicy.fewer_collections` restores the thresholds, also when nested from
   threads;
 - no collection walks a job's events between its attribution and its end
-  (`jobrun.attribute_dir`).
+  (`jobrun.attribute_dir`);
+- an accumulator declared `max_lines=0` is finalized on its trigger line, fed nothing.
 Data: generated lines (hypothesis) built from the prefixes real logs print.
 """
 from __future__ import annotations
@@ -185,3 +186,50 @@ def test_no_collection_walks_a_job_between_its_attribution_and_its_end(monkeypat
         gc.set_threshold(*window["threshold"])
     assert result["outcome"] == "hardware"
     assert not window["open"] and collections == []
+
+
+ONE_LINE_CORPUS = {
+    "s.toml": """
+        [[symptom]]
+        name = "ONE_LINE"
+        rank = 10
+        outcome = "application"
+        sub_domain = "code"
+        blame = "workload"
+    """,
+    "acc.py": """
+        from rulekit.plugin import Accumulator, EventSpec, accumulator_def
+
+        FED = []
+
+        @accumulator_def(name="TriggerOnly", author="t", trigger_re=r"ONE-LINE (\\w+)", max_lines=0,
+                         symptoms=["ONE_LINE"])
+        class TriggerOnly(Accumulator):
+            def __init__(self, ctx, line, match):
+                self.word = line.split()[-1]
+            def feed(self, line):
+                FED.append(line)
+                return True
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="ONE_LINE", fields={"word": self.word})]
+    """,
+}
+
+
+def test_an_accumulator_of_max_lines_0_reads_its_trigger_line_alone(make_corpus):
+    """`max_lines=0`: finalized on its trigger line, fed nothing (not even a line of its
+    own rank after it), so its event comes in line order with the extractors' events."""
+    import sys
+
+    res = load_corpus([make_corpus(ONE_LINE_CORPUS)])
+    assert res.engine is not None, res.diagnostics
+    job = job_from_mapping({"id": "j", "state": "FAILED", "nodes": ["n1"]})
+    lines = ["[rank0]: ONE-LINE first", "[rank0]: after it", "[rank1]: ONE-LINE last"]  # the last one: nothing after it
+    with Session(res.engine, job) as s:
+        s.ingest(Observation(source="applog", lines=lines))
+        s.manager.flush()
+        rows = s.manager.conn.execute("SELECT line_num, payload FROM events WHERE symptom = 'ONE_LINE' "
+                                      "ORDER BY id").fetchall()
+    fed = next(m.FED for name, m in sys.modules.items() if name.endswith("acc") and hasattr(m, "FED"))
+    assert fed == []
+    assert [r[0] for r in rows] == [1, 3] and '"word": "last"' in rows[1][1]

@@ -470,7 +470,9 @@ class ExtractionPhase:
         except Exception as e:  # the rule's bug: reported, the line is skipped
             self.errors.append(rule_error(rule.name, e))
             return ts
-        if not acc.feed_chunk(chunk, end + 1, self):
+        if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
+            acc.finish(self)
+        elif not acc.feed_chunk(chunk, end + 1, self):
             active.append(acc)
         return ts
 

@@ -341,7 +341,7 @@ class Accelerator:
             i, ls = w >> lb, w & lmask
             if i != last:
                 last = i
-                twin, rx, has_names = twins[i], compiled[i], named[i]
+                twin, rx, has_names = twins[i], None, named[i]  # (the str form only when a line needs it)
             le = line_end[ls]
             raw = buf[ls:le]
             if twin is not None and raw.isascii():
@@ -358,6 +358,8 @@ class Accelerator:
                 text = texts.get(ls)
                 if text is None:
                     text = texts[ls] = raw.decode("utf-8", "replace")
+                if rx is None:
+                    rx = compiled[i]
                 m = rx.search(text)
                 if m is None:
                     continue
