@@ -416,3 +416,34 @@ def test_rows_waiting_are_written_before_a_change_reaches_sqlite(bundled):
     rows = m.conn.execute("SELECT id, event_type FROM events ORDER BY id").fetchall()
     assert [r[0] for r in rows] == [3, 4, 5] and rows[0][1] == m.lookup("event_types", EventType.INTERESTING_NODE.value)
     m.close()
+
+
+def test_an_accumulators_repeated_evidence_is_capped_too(bundled):
+    """An accumulator's events are capped as an extractor's are: the same evidence
+    (rule, type, symptom, node, the fields it found, whatever the rank or carried
+    timestamp) beyond `repeat_cap` is counted into `event_repeats`, not held, and the
+    result is the one the uncapped job gives."""
+    job = job_from_mapping({"id": "tails", "state": "FAILED", "nodes": ["node-01"], "tasks_per_node": 8})
+    app = [f"{i % 8}: ValueError: bad shard {i % 3}" for i in range(120)]  # PythonTail, three kinds of evidence
+    obs = [Observation(source="applog", lines=app, label="applog/train.log")]
+    with Session(bundled, job, repeat_cap=10**9, group_cap=10**9) as s:
+        s.ingest_batch(obs)
+        full = s.attribute()
+        assert s.manager.count(s.context_id) >= 120
+    with Session(bundled, job, repeat_cap=5) as s:
+        s.ingest_batch(obs)
+        capped = s.attribute()
+        s.manager.flush()
+        stored = s.manager.conn.execute("SELECT count(*) FROM events e JOIN rules r ON r.id = e.source_rule "
+                                        "WHERE r.name = 'PythonTail'").fetchone()[0]
+        rows = s.manager.conn.execute("SELECT count, first_line, last_line FROM event_repeats e JOIN rules r "
+                                      "ON r.id = e.source_rule WHERE r.name = 'PythonTail'").fetchall()
+    assert stored == 3 * 5  # five of each kind, ranks notwithstanding
+    assert rows == [(120 - 15, 16, 120)]  # one row per group: count, first and last line
+    # the same diagnosis and evidence counts; only which lines are shown as examples may differ
+    # (the first of each key held, not the first of each rank)
+    for k in set(full) - {"evidence", "root_cause"}:
+        assert capped[k] == full[k], k
+    assert {k: v for k, v in capped["root_cause"].items() if k != "evidence"} == \
+        {k: v for k, v in full["root_cause"].items() if k != "evidence"}
+    assert capped["evidence_omitted"] + len(capped["evidence"]) == full["evidence_omitted"] + len(full["evidence"])

@@ -14,10 +14,11 @@ A rule that raises does not stop attribution: the error is reported in the resul
 """
 from __future__ import annotations
 
+import json
 import traceback
 from functools import partial
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
@@ -187,8 +188,9 @@ class ExtractionPhase:
     addresses, sequence numbers never repeat), up to `group_cap` times; beyond
     either cap each observation's repeats are aggregated into one
     `event_repeats` row per group (count, first and last line, last
-    timestamp) instead of being held.  So the events held are bounded by the
-    rules, symptoms and nodes of a job, never by the length of its logs."""
+    timestamp) instead of being held.  An accumulator's events are capped the
+    same way (its evidence: the fields it found).  So the events held are bounded
+    by the rules, symptoms and nodes of a job, never by the length of its logs."""
 
     chunk_size = CHUNK_SIZE  # bytes read (and scanned) at a time; each ends at a line end
 
@@ -403,6 +405,24 @@ class ExtractionPhase:
             got = self._nodes[name] = self.engine.config.canonical_node(name)
         return got  # type: ignore[return-value]
 
+    def _admit(self, group: tuple, key: tuple, tell: bool) -> bool:
+        """Whether one more event of `key` (in `group`) is stored, counted in if so (False:
+        past a cap, only counted in its group's repeats).  `tell`: the keys and groups
+        reaching their cap now are news for scan workers (extractor hits, which they
+        leave out; an accumulator's events they never see)."""
+        kept = self._kept.get(key, 0)
+        in_group = self._group_kept.get(group, 0)
+        if kept >= self.repeat_cap or in_group >= self.group_cap:
+            return False
+        self._kept[key] = kept + 1
+        self._group_kept[group] = in_group + 1
+        if tell:
+            if kept + 1 >= self.repeat_cap:  # from now on every hit of this key is left out
+                self._capped.append((0, key))
+            if in_group + 1 >= self.group_cap:
+                self._capped.append((1, group))
+        return True
+
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
               carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0,
               facts: tuple | None = None) -> str | None:
@@ -420,19 +440,11 @@ class ExtractionPhase:
             ts, uptime, rank, carried, host = facts
             values, symptom, node, group, key, rank = self.resolved(plan, obs, line, caps, rank, host)
         etype = plan.etype
-        kept = self._kept.get(key, 0)
-        in_group = self._group_kept.get(group, 0)
-        if kept >= self.repeat_cap or in_group >= self.group_cap:
+        if not self._admit(group, key, True):
             if ts is None and carry is not None and facts is None:
                 carry.advance(chunk, start)  # what a lookback here would have remembered
             self._left_out(oc, group, line_num, ts)
             return ts  # a stamped line is the nearest earlier stamped line for what follows, stored or not
-        self._kept[key] = kept + 1
-        self._group_kept[group] = in_group + 1
-        if kept + 1 >= self.repeat_cap:  # from now on every hit of this key is left out
-            self._capped.append((0, key))
-        if in_group + 1 >= self.group_cap:
-            self._capped.append((1, group))
         fields = dict(values)
         for k, t, const in plan.fields:
             fields[k] = t if const else render(t, values)
@@ -477,17 +489,37 @@ class ExtractionPhase:
         return ts
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
-                 ts: str | None, datum: str) -> None:
+                 ts: str | None, datum: str, evidence: Mapping[str, Any] | None = None) -> None:
+        """Add an accumulator's event.  `evidence`: the fields it found itself (without
+        the line's rank or carried timestamp): the same evidence again is capped as an
+        extractor's is, by (rule, event type, symptom, node, those fields)."""
         node = spec.node if spec.node is not None else default_node
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
         etype = event_type_name(spec.type)
+        ts = spec.timestamp or ts
+        line_num = spec.line_num if spec.line_num is not None else line_num
+        if evidence is not None:
+            group = (rule, etype, symptom, node)
+            if not self._admit(group, (*group, _evidence_key(evidence)), False):
+                self._left_out(oc, group, line_num, ts)
+                return
         m = self.manager
-        m.add(m.row(self.context_id, etype, rule, oc, spec.timestamp or ts,
-                    spec.line_num if spec.line_num is not None else line_num,
+        m.add(m.row(self.context_id, etype, rule, oc, ts, line_num,
                     spec.datum if spec.datum is not None else datum, node, symptom, dict(spec.fields)))
         self.added += 1
+
+
+def _evidence_key(fields: Mapping[str, Any]) -> Any:
+    """What tells an accumulator's evidence from other evidence of its group: its fields
+    (as text when a value cannot be hashed)."""
+    key = tuple(fields.items())
+    try:
+        hash(key)
+    except TypeError:
+        return json.dumps(fields, sort_keys=True, default=str)
+    return key
 
 
 class _ActiveAccumulator:
@@ -549,13 +581,14 @@ class _ActiveAccumulator:
             phase.errors.append(rule_error(self.rule.name, e))
             specs = []
         for spec in specs:
-            fields = dict(spec.fields)
+            own = spec.fields
+            fields = dict(own)
             if self.rank is not None:
                 fields.setdefault("rank", self.rank)
             if not (spec.timestamp or self.ts) and self.carried:
                 fields.setdefault("carried_ts", self.carried)
             spec = EventSpec(spec.type, spec.symptom, spec.node, fields, spec.line_num, spec.timestamp, spec.datum)
-            phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum)
+            phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum, own)
 
 
 # ---- phase 2: filtering ----------------------------------------------------------------------------

@@ -61,7 +61,7 @@ class WorkerHits:
         idx, caps = hit[2], hit[3]
         plan = self._plans[idx]
         if plan is None:
-            isacc = isinstance(self.rules[idx], AccumulatorRule)  # (accumulators are not capped)
+            isacc = isinstance(self.rules[idx], AccumulatorRule)  # (an accumulator runs in extraction, on every trigger)
             plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
         if plan is False:
             return None
