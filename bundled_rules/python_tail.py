@@ -15,7 +15,7 @@ import re
 
 from rulekit.plugin import Accumulator, EventSpec, FilterPriority, accumulator_def, filter_def, register_symptom
 
-from .common.pytrace import RANK_PREFIX, classify, cut, exception_of, strip_ansi
+from .common.pytrace import classify, cut, cut_rank_prefix, exception_of, strip_ansi
 
 AUTHOR = "rulekit corpus"
 
@@ -30,6 +30,7 @@ register_symptom("PYTHON_EXCEPTION_TAIL", blame="workload", outcome="application
 _COMPOSE = re.compile(r"^[\w.-]+\s+\|\s")
 _LOGGER = re.compile(r"^(?:\[[\dT:.Z+-]+\]\s*)?(?:INFO|WARNING|ERROR|CRITICAL|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
                      r"(?:\[[^\]]*\]|[\w.]+:\d+\])\s")
+_LOGGER_FIRST = "[IWECD"  # what a `_LOGGER` match starts with (a text starting otherwise is not tried)
 _BAR = re.compile(r"^.*?(?:it/s|s/it|examples/s)\]")
 # `ncclUnhandledCudaError: Call to CUDA function failed.`, `cudaErrorLaunchFailure: ...`: a C library's
 # result name printed like an exception; the NCCL / CUDA rules read those lines
@@ -42,10 +43,11 @@ def tail_exception(line: str):
     text = strip_ansi(line).rstrip("\r\n")
     for _ in range(4):  # (the prefixes are anchored: `cut` tries only the start; `|` and `/s]`, `s/it]` are
         before = text   # in every compose and progress-bar match)
-        text = cut(RANK_PREFIX, text)
+        text = cut_rank_prefix(text)
         if "|" in text:
             text = cut(_COMPOSE, text)
-        text = cut(_LOGGER, text)
+        if text[:1] in _LOGGER_FIRST:
+            text = cut(_LOGGER, text)
         if "/s]" in text or "s/it]" in text:
             text = cut(_BAR, text)
         if text == before:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rulekit.engine.phases import ExtractionPhase
 from rulekit.engine.workerhits import GroupCounts
+from rulekit.extract.hitfacts import chunk_facts
 
 GROUPS = [("R1", "bad_node", "XID_79", "n1"), ("R1", "bad_node", "XID_79", "n2"), ("R2", "info", "NCCL_INFO", None)]
 TIMES = [None, "", "2026-11-03T07:05:35", "2026-11-03T07:05:36"]
@@ -31,12 +32,11 @@ def _serial(hits, base: int, oc: int = 1) -> list:
 
 
 def _chunked(hits, base: int, oc: int = 1) -> list:
-    chunk = b"line\n" * (max((h[0] for h in hits), default=0) + 1)
-    counts = GroupCounts(chunk)
+    counts = GroupCounts()
     entries = []
     for line, group, ts, by_worker in hits:
         if by_worker:
-            got = counts.add((line * 5, line * 5 + 4, 7, {"x": "1"}), group, ts)
+            got = counts.add((line * 5, line * 5 + 4, 7, {"x": "1"}), group, ts, line)
             if got:
                 entries.append((got[0][0] // 5, "worker", got[0][3], got[1]))
     assert len(entries) == len({e[2] for e in entries})  # one entry per group
@@ -68,3 +68,27 @@ def test_a_late_hit_counted_here_does_not_undo_the_workers_later_ones():
             (20, g, "2026-11-03T07:05:37", True), (30, g, None, True)]
     got = _chunked(hits, 100)
     assert got == _serial(hits, 100) == [((1, g), [4, 100, 130, "2026-11-03T07:05:37"])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["x", "", "NVRM: Xid 79", "a\r", "2026-01-01T00:00:00Z b"]), max_size=30),
+       st.booleans(), st.sets(st.integers(min_value=0, max_value=29)))
+def test_chunk_facts_numbers_each_sent_hits_line_as_counting_would(lines, trailing, keep):
+    """The lines `chunk_facts` gives with each hit sent (and its left-out stand-ins) and its
+    chunk's newlines are what counting the newlines before them gives: extraction takes a
+    worker's numbers instead of counting again."""
+    chunk = ("\n".join(lines) + ("\n" if trailing and lines else "")).encode()
+    hits, pos = [], 0
+    for i, text in enumerate(lines):
+        for rule in (0, 1) if i % 2 else (0,):  # (two hits on some lines)
+            hits.append((pos, pos + len(text), rule, {}))
+        pos += len(text) + 1
+
+    def leave_out(hit, _line, _rank, _host, _ts, num):
+        assert num == chunk.count(b"\n", 0, hit[0])
+        return None if num in keep else ((hit[0], hit[1], -1, ("g",)), [1, num, num, None, -1]) if hit[2] else ()
+
+    sent, facts, nums, _after, newlines = chunk_facts(chunk, hits, 2026, True, leave_out)
+    assert len(sent) == len(facts) == len(nums)
+    assert nums == [chunk.count(b"\n", 0, h[0]) for h in sent]
+    assert newlines == chunk.count(b"\n")

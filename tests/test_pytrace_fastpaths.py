@@ -1,5 +1,6 @@
 """The bundled Python-exception helpers' shortcuts read what their plain forms read:
 `pytrace.cut` (an anchored prefix tried only at the start) is `sub(count=1)`,
+`cut_rank_prefix` (the rank prefix tried only on a text that may start one),
 `classify` (its CUDA and distributed patterns searched only when a word they need
 is there) and `python_tail.tail_exception` (prefix patterns cut from the start,
 the compose and progress-bar ones tried only when their `|` / `/s]` is there)
@@ -96,3 +97,16 @@ def test_tail_exception_agrees_with_the_plain_version(line):
        st.builds(lambda a, b: a + b, _PREFIX, _PREFIX))
 def test_cut_is_sub_once(rx, text):
     assert _PYTRACE.cut(rx, text) == rx.sub("", text, count=1)
+
+
+_HEAD = st.sampled_from(["", " ", "\u2003", "\u00a0", "\t" * 9, "\u0663", "٣: ", "7", "(", "[", "x", "I", "W", "é"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.builds(lambda h, a, b: h + a + b, _HEAD, _PREFIX, st.one_of(_PREFIX, st.text(max_size=12))))
+def test_prefix_prechecks_try_the_pattern_wherever_it_can_match(text):
+    """`cut_rank_prefix` and tail_exception's `_LOGGER_FIRST` skip a text only where the
+    anchored pattern cannot match it (Unicode digits and spaces included)."""
+    assert _PYTRACE.cut_rank_prefix(text) == _PYTRACE.RANK_PREFIX.sub("", text, count=1)
+    if text[:1] not in _TAIL._LOGGER_FIRST:
+        assert _TAIL._LOGGER.match(text) is None

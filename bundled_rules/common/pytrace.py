@@ -27,7 +27,16 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 def strip_prefix(line: str) -> str:
     """The line without ANSI colour codes, a launcher rank prefix and trailing newline/CR."""
-    return cut(RANK_PREFIX, strip_ansi(line)).rstrip("\r\n")
+    return cut_rank_prefix(strip_ansi(line)).rstrip("\r\n")
+
+
+def cut_rank_prefix(text: str) -> str:
+    """`text` without a launcher rank prefix (`cut(RANK_PREFIX, text)`), the pattern tried
+    only where it can match: on a text starting with whitespace, `[`, `(` or a digit."""
+    c = text[:1]
+    if c and (c in "[(" or c.isdecimal() or c.isspace()):
+        return cut(RANK_PREFIX, text)
+    return text
 
 
 def strip_ansi(line: str) -> str:

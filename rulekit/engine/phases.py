@@ -277,11 +277,18 @@ class ExtractionPhase:
             carry.new_chunk()
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-            facts, after = got if got is not None else (None, INHERIT)
+            if got is not None:  # (the worker counted the lines too)
+                facts, lines, after, newlines = got
+            else:
+                facts = lines = None
+                after, newlines = INHERIT, -1
             counted_pos, counted_line = 0, line_base
             for k, (start, end, idx, caps) in enumerate(hits):
-                counted_line += chunk.count(b"\n", counted_pos, start)
-                counted_pos = start
+                if lines is not None:
+                    counted_line = first + lines[k]
+                else:
+                    counted_line += chunk.count(b"\n", counted_pos, start)
+                    counted_pos = start
                 if idx == LEFT_OUT:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its repeats)
                     self._left_out_many(oc, caps, first, *facts[k])  # type: ignore[index]
                     continue
@@ -302,7 +309,7 @@ class ExtractionPhase:
                     carry.saw(ts, end)
             if after is not INHERIT:
                 inherited = after
-            line_base = counted_line + chunk.count(b"\n", counted_pos)
+            line_base = first + newlines if lines is not None else counted_line + chunk.count(b"\n", counted_pos)
             if progress:
                 progress(len(chunk))
 
@@ -489,10 +496,11 @@ class ExtractionPhase:
         return ts
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
-                 ts: str | None, datum: str, evidence: Mapping[str, Any] | None = None) -> None:
-        """Add an accumulator's event.  `evidence`: the fields it found itself (without
-        the line's rank or carried timestamp): the same evidence again is capped as an
-        extractor's is, by (rule, event type, symptom, node, those fields)."""
+                 ts: str | None, datum: str, rank: int | None = None, carried: str | None = None) -> None:
+        """Add an accumulator's event: its fields, with the trigger line's `rank` (unless
+        it set one) and, when neither it nor the line has a timestamp, the `carried` one.
+        The same evidence again (rule, event type, symptom, node, the fields it found,
+        whatever the rank or carried timestamp) is capped as an extractor's is."""
         node = spec.node if spec.node is not None else default_node
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
@@ -500,14 +508,18 @@ class ExtractionPhase:
         etype = event_type_name(spec.type)
         ts = spec.timestamp or ts
         line_num = spec.line_num if spec.line_num is not None else line_num
-        if evidence is not None:
-            group = (rule, etype, symptom, node)
-            if not self._admit(group, (*group, _evidence_key(evidence)), False):
-                self._left_out(oc, group, line_num, ts)
-                return
+        group = (rule, etype, symptom, node)
+        if not self._admit(group, (*group, _evidence_key(spec.fields)), False):
+            self._left_out(oc, group, line_num, ts)
+            return
+        fields = dict(spec.fields)
+        if rank is not None:
+            fields.setdefault("rank", rank)
+        if not ts and carried:
+            fields.setdefault("carried_ts", carried)
         m = self.manager
         m.add(m.row(self.context_id, etype, rule, oc, ts, line_num,
-                    spec.datum if spec.datum is not None else datum, node, symptom, dict(spec.fields)))
+                    spec.datum if spec.datum is not None else datum, node, symptom, fields))
         self.added += 1
 
 
@@ -581,14 +593,8 @@ class _ActiveAccumulator:
             phase.errors.append(rule_error(self.rule.name, e))
             specs = []
         for spec in specs:
-            own = spec.fields
-            fields = dict(own)
-            if self.rank is not None:
-                fields.setdefault("rank", self.rank)
-            if not (spec.timestamp or self.ts) and self.carried:
-                fields.setdefault("carried_ts", self.carried)
-            spec = EventSpec(spec.type, spec.symptom, spec.node, fields, spec.line_num, spec.timestamp, spec.datum)
-            phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum, own)
+            phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum,
+                           self.rank, self.carried)
 
 
 # ---- phase 2: filtering ----------------------------------------------------------------------------

@@ -32,7 +32,8 @@ LEFT_OUT = -1
 
 
 class WorkerHits:
-    """`annotate` for `parallel_scan`: (chunk, hits, news) -> (hits sent, (facts, carried after))."""
+    """`annotate` for `parallel_scan`: (chunk, hits, news) -> (hits sent, (facts, their lines in the
+    chunk, carried after, the chunk's newlines)) (`chunk_facts`)."""
 
     def __init__(self, phase: Any, obs: Any, rules: Sequence[Any], year: int | None, hosts: bool):
         self.phase = phase
@@ -43,19 +44,19 @@ class WorkerHits:
         self.keys: set[tuple] = set()  # keys past the repeat cap
         self.groups: set[tuple] = set()  # groups past the group cap
         self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet; False: an accumulator)
-        self._counts = GroupCounts(b"")  # the chunk's hits past their cap, per group
+        self._counts = GroupCounts()  # the chunk's hits past their cap, per group
 
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
             (self.keys if kind == 0 else self.groups).add(k)
         leave_out = None  # (no cap reached yet: every hit whole)
         if self.keys or self.groups:
-            self._counts = GroupCounts(chunk)
+            self._counts = GroupCounts()
             leave_out = self._leave_out
-        sent, facts, after = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
-        return sent, (facts, after)
+        sent, facts, lines, after, newlines = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
+        return sent, (facts, lines, after, newlines)
 
-    def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any) -> tuple | None:
+    def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's
         entry is given (`GroupCounts.add`)."""
         idx, caps = hit[2], hit[3]
@@ -67,7 +68,7 @@ class WorkerHits:
             return None
         _values, _symptom, _node, group, key, _rank = self.phase.resolved(plan, self.obs, line, caps, rank, host)
         if key in self.keys or group in self.groups:
-            return self._counts.add(hit, group, ts)
+            return self._counts.add(hit, group, ts, num)
         return None
 
 
@@ -76,23 +77,16 @@ class GroupCounts:
     of each, in line order, would count them into its `event_repeats` row: the first
     hit of a group becomes the group's entry (see LEFT_OUT), the rest are added to it."""
 
-    def __init__(self, chunk: bytes):
-        self.chunk = chunk
+    def __init__(self) -> None:
         self.groups: dict[tuple, list] = {}
-        self.line = 0  # (lines from the chunk's first, up to `pos`)
-        self.pos = 0
 
-    def add(self, hit: tuple, group: tuple, ts: str | None) -> tuple:
+    def add(self, hit: tuple, group: tuple, ts: str | None, line: int) -> tuple:
         """((start, end, LEFT_OUT, group), its entry) for a group's first hit, else `()`
-        (hits come in line order)."""
-        start = hit[0]
-        self.line += self.chunk.count(b"\n", self.pos, start)
-        self.pos = start
-        line = self.line
+        (hits come in line order; `line`: the hit's, from the chunk's first)."""
         rec = self.groups.get(group)
         if rec is None:
             rec = self.groups[group] = [1, line, line, ts, line if ts else -1]
-            return (start, hit[1], LEFT_OUT, group), rec  # (one group tuple per group: pickled once a chunk)
+            return (hit[0], hit[1], LEFT_OUT, group), rec  # (one group tuple per group: pickled once a chunk)
         rec[0] += 1
         rec[2] = line
         if ts:

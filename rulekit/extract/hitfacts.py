@@ -108,26 +108,33 @@ def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
 
 
 def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bool = True,
-                leave_out: Callable[[tuple, str, Any, Any, Any], tuple | None] | None = None) -> tuple[list, list, Any]:
-    """(hits, their facts in hit order, the carried timestamp after the chunk (INHERIT:
-    the chunk changed nothing)), as extraction would read them.  Each hit's own
+                leave_out: Callable[[tuple, str, Any, Any, Any, int], tuple | None] | None = None
+                ) -> tuple[list, list, list, Any, int]:
+    """(hits, their facts in hit order, their lines (newlines before them in the chunk),
+    the carried timestamp after the chunk (INHERIT: the chunk changed nothing), the
+    chunk's newlines), as extraction would read them.  Each hit's own
     timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
     not read (None; the caller's observation declares its node).  Hits of several rules
     on one line (they are in line order) share that line's facts.  `leave_out(hit,
-    line, rank, host, timestamp)`: None to keep the hit, else what stands in for it
-    (`(hit sent, facts entry)`, or `()`: nothing); no carried timestamp is looked up
-    for a hit not kept.
+    line, rank, host, timestamp, its line's number in the chunk)`: None to keep the hit,
+    else what stands in for it (`(hit sent, facts entry)`, or `()`: nothing); no
+    carried timestamp is looked up for a hit not kept.
     """
     carry = TimeCarry(year, INHERIT)
     out_hits: list = []
     out: list = []
+    lines: list[int] = []
     last = -1
     line = ""
     ts = uptime = rank = host = f = None
+    num = pos = 0  # newlines before `pos`
+    count = chunk.count
     for h in hits:
         start, end = h[0], h[1]
         if start != last:  # a line's facts are read once, for all its hits
             last = start
+            num += count(b"\n", pos, start)
+            pos = start
             line = decode_line(chunk[start:end])
             ts, uptime = timestamp_of(line, year)
             rank = rank_of(line)
@@ -137,14 +144,16 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bo
             carry.saw(ts, end)
             f = None
         if leave_out is not None:
-            stand_in = leave_out(h, line, rank, host, ts)
+            stand_in = leave_out(h, line, rank, host, ts, num)
             if stand_in is not None:
                 if stand_in:
                     out_hits.append(stand_in[0])
                     out.append(stand_in[1])
+                    lines.append(num)
                 continue
         if f is None:
             f = (ts, uptime, rank, carry.ts if ts is None else None, host)
         out_hits.append(h)
         out.append(f)
-    return out_hits, out, carry.ts
+        lines.append(num)
+    return out_hits, out, lines, carry.ts, num + count(b"\n", pos)
