@@ -233,3 +233,27 @@ def test_an_accumulator_of_max_lines_0_reads_its_trigger_line_alone(make_corpus)
     fed = next(m.FED for name, m in sys.modules.items() if name.endswith("acc") and hasattr(m, "FED"))
     assert fed == []
     assert [r[0] for r in rows] == [1, 3] and '"word": "last"' in rows[1][1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=40),
+                          st.sampled_from([None, "", "2026-01-01T00:00:01", "2026-01-01T00:00:02"]),
+                          st.booleans()), max_size=40))
+def test_hit_line_is_advance_then_saw(steps):
+    """`TimeCarry.hit_line` (a worker's one call per hit line) leaves the carry as
+    `advance` (for a line without its own timestamp) and then `saw` leave it."""
+    from rulekit.extract.hitfacts import TimeCarry
+
+    chunk = b"".join(b"x 2026-01-01 00:00:%02d y\n" % (i % 60) if i % 3 else b"no clock here\n" for i in range(400))
+    plain, fused, pos = TimeCarry(2026), TimeCarry(2026), 0
+    for gap, length, ts, ask in steps:
+        start = min(pos + gap, len(chunk))
+        end = min(start + length, len(chunk))
+        if ts is None:
+            plain.advance(chunk, start)
+        plain.saw(ts, end)
+        fused.hit_line(chunk, start, end, ts)
+        assert (plain._pos, plain._pending, plain._ts) == (fused._pos, fused._pending, fused._ts)
+        if ask:
+            assert plain.ts == fused.ts
+        pos = end

@@ -29,6 +29,7 @@ from rulekit.rules.model import AccumulatorRule
 # the first of them; its facts entry is (count, first line, last line, last timestamp, its line), lines from
 # the chunk's first (0), the timestamp the last truthy one (None, line -1: none)
 LEFT_OUT = -1
+MAX_PAST = 200_000  # evidence past its cap remembered at most (then forgotten at once)
 
 
 class WorkerHits:
@@ -45,6 +46,9 @@ class WorkerHits:
         self.groups: set[tuple] = set()  # groups past the group cap
         self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet; False: an accumulator)
         self._counts = GroupCounts()  # the chunk's hits past their cap, per group
+        # (rule index, captured values, rank, host) -> its group, for evidence known to be past a cap
+        # (a cap once reached stays reached: a hit of the same evidence is left out on one lookup)
+        self._past: dict[tuple, tuple] = {}
 
     def __call__(self, chunk: bytes, hits: list, news: list[tuple[int, tuple]] | None) -> tuple[list, tuple]:
         for kind, k in news or ():
@@ -60,16 +64,22 @@ class WorkerHits:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's
         entry is given (`GroupCounts.add`)."""
         idx, caps = hit[2], hit[3]
-        plan = self._plans[idx]
-        if plan is None:
-            isacc = isinstance(self.rules[idx], AccumulatorRule)  # (an accumulator runs in extraction, on every trigger)
-            plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
-        if plan is False:
-            return None
-        _values, _symptom, _node, group, key, _rank = self.phase.resolved(plan, self.obs, line, caps, rank, host)
-        if key in self.keys or group in self.groups:
-            return self._counts.add(hit, group, ts, num)
-        return None
+        memo = (idx, tuple(caps.values()), rank, host)
+        group = self._past.get(memo)
+        if group is None:
+            plan = self._plans[idx]
+            if plan is None:
+                isacc = isinstance(self.rules[idx], AccumulatorRule)  # (an accumulator runs in extraction, on every trigger)
+                plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
+            if plan is False:
+                return None
+            _values, _symptom, _node, group, key, _rank = self.phase.resolved(plan, self.obs, line, caps, rank, host)
+            if key not in self.keys and group not in self.groups:
+                return None
+            if len(self._past) >= MAX_PAST:
+                self._past.clear()
+            self._past[memo] = group
+        return self._counts.add(hit, group, ts, num)
 
 
 class GroupCounts:

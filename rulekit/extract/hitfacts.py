@@ -84,6 +84,26 @@ class TimeCarry:
             self._pending.clear()
         self._pos = max(self._pos, end)
 
+    def hit_line(self, chunk: bytes, start: int, end: int, ts: str | None) -> None:
+        """A hit's line `chunk[start:end]` and its own timestamp: `advance` to it when it has
+        none, then `saw` it (one call for the two, in a worker's loop over a chunk's lines)."""
+        if ts is not None:
+            if ts:
+                self._ts = ts
+                if self._pending:
+                    self._pending.clear()
+        else:
+            pos = self._pos
+            lo = start - LOOKBACK
+            if lo < pos:
+                lo = pos
+            if lo < start:
+                self._pending.append((chunk, lo, start))
+                if len(self._pending) > self.MAX_PENDING:
+                    _ = self.ts
+        if end > self._pos:
+            self._pos = end
+
 
 def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
     """The line of `chunk[lo:start]`'s last clock, or None: the line the first version
@@ -139,9 +159,7 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bo
             ts, uptime = timestamp_of(line, year)
             rank = rank_of(line)
             host = host_of(line) if hosts else None
-            if ts is None:
-                carry.advance(chunk, start)  # (searched only if a kept hit asks: `carry.ts`)
-            carry.saw(ts, end)
+            carry.hit_line(chunk, start, end, ts)  # (a stretch is searched only if a kept hit asks: `carry.ts`)
             f = None
         if leave_out is not None:
             stand_in = leave_out(h, line, rank, host, ts, num)
