@@ -20,8 +20,15 @@ def _start(tmp_path: Path, *args: str, runs: int | None = 2) -> tuple[subprocess
     env = dict(os.environ)
     if runs:
         env["RULEKIT_WATCH_MAX_RUNS"] = str(runs)
-    p = subprocess.Popen([sys.executable, "-m", "rulekit", *args], stdout=out.open("w"), stderr=err.open("w"), env=env)
+    # Ctrl-C as a user's terminal delivers it: a suite started in the background (a shell's `&`)
+    # hands its children SIGINT ignored, and Python then installs no KeyboardInterrupt
+    p = subprocess.Popen([sys.executable, "-m", "rulekit", *args], stdout=out.open("w"), stderr=err.open("w"), env=env,
+                         preexec_fn=_default_sigint)
     return p, out, err
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(path: Path, text: str, count: int = 1, timeout: float = 60) -> None:
