@@ -236,7 +236,8 @@ def test_an_accumulator_of_max_lines_0_reads_its_trigger_line_alone(make_corpus)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.integers(min_value=0, max_value=200), st.integers(min_value=0, max_value=40),
+@given(st.lists(st.tuples(st.one_of(st.integers(min_value=0, max_value=200), st.integers(min_value=60_000, max_value=70_000)),
+                          st.integers(min_value=0, max_value=40),
                           st.sampled_from([None, "", "2026-01-01T00:00:01", "2026-01-01T00:00:02"]),
                           st.booleans()), max_size=40))
 def test_hit_line_is_advance_then_saw(steps):
@@ -244,7 +245,8 @@ def test_hit_line_is_advance_then_saw(steps):
     `advance` (for a line without its own timestamp) and then `saw` leave it."""
     from rulekit.extract.hitfacts import TimeCarry
 
-    chunk = b"".join(b"x 2026-01-01 00:00:%02d y\n" % (i % 60) if i % 3 else b"no clock here\n" for i in range(400))
+    # (long enough that a stretch can start past LOOKBACK: gaps of 60-70 KB)
+    chunk = b"".join(b"x 2026-01-01 00:00:%02d y\n" % (i % 60) if i % 3 else b"no clock here\n" for i in range(40_000))
     plain, fused, pos = TimeCarry(2026), TimeCarry(2026), 0
     for gap, length, ts, ask in steps:
         start = min(pos + gap, len(chunk))
