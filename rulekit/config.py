@@ -109,6 +109,7 @@ class EngineOptions:
     repeat_cap: int = DEFAULT_REPEAT_CAP
     group_cap: int = DEFAULT_GROUP_CAP
     scan_workers: int | None = None  # None: automatic (rulekit.extract.parallel.scan_workers)
+    max_scan_workers: int | None = None  # a cap on the automatic choice (`-j N`: N processes in all); None: none
     evidence_per_key: int = DEFAULT_EVIDENCE_PER_KEY
     evidence_max: int = DEFAULT_EVIDENCE_MAX
 

@@ -161,6 +161,9 @@ def test_workers_are_used_only_for_large_files_with_cores(monkeypatch):
     assert parallel.scan_workers(10, requested=3) == 3
     monkeypatch.setattr(parallel, "fork_is_safe", lambda: False)
     assert parallel.scan_workers(10, requested=3) == 0
+    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)  # -j N bounds the automatic choice
+    assert [parallel.scan_workers(1 << 40, cap=c) for c in (1, 2, 3, 99)] == [0, 2, 3, parallel.MAX_WORKERS]
+    assert parallel.scan_workers(1 << 40, requested=3, cap=1) == 3  # RULEKIT_SCAN_WORKERS stands
 
 
 def test_busy_cores_are_the_other_tasks_running_now_not_the_last_minutes(monkeypatch):

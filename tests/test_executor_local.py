@@ -37,7 +37,7 @@ class Probe:
         start = time.monotonic()  # system-wide: comparable across the workers
         time.sleep(self.pause)
         return {"name": self.name, "pid": os.getpid(), "start": start, "frozen": gc.get_freeze_count(),
-                "scan_workers": engine.options.scan_workers}
+                "scan_workers": engine.options.scan_workers, "scan_share": engine.options.max_scan_workers}
 
 
 def pid_text(result: dict) -> str:
@@ -97,8 +97,45 @@ def test_workers_that_fill_the_cores_scan_serially():
     n = max(2, usable_cores())
     with make_executor("local", BUNDLED, workers=n) as ex:
         outcomes = list(ex.map([Probe(f"s{i}") for i in range(n)]))
-    assert {o.result["scan_workers"] for o in outcomes} == {0}
-    assert engine_for(BUNDLED).options.scan_workers is None  # this process's engine is untouched
+    assert {o.result["scan_share"] for o in outcomes} == {1}  # a log each: no chunk workers
+    assert {o.result["scan_workers"] for o in outcomes} == {None}  # (an explicit RULEKIT_SCAN_WORKERS would stand)
+    assert engine_for(BUNDLED).options.max_scan_workers is None  # this process's engine is untouched
+
+
+def test_j_n_is_the_processes_in_all():
+    """`-j N` (`cores`): N processes for the whole batch, a job's chunk workers
+    included: `-j 1` keeps to one core, in process; `-j 4` with two jobs at once
+    leaves each two scan processes; without it, every usable core is shared out."""
+    with make_executor("local", BUNDLED, workers=1, cores=1) as ex:
+        outcomes = list(ex.map([Probe("one"), Probe("two")]))
+    assert {(o.result["pid"], o.result["scan_share"]) for o in outcomes} == {(os.getpid(), 1)}
+    with make_executor("local", BUNDLED, workers=2, cores=4) as ex:
+        outcomes = list(ex.map([Probe("a"), Probe("b")]))
+    assert {o.result["scan_share"] for o in outcomes} == {2}
+    with make_executor("local", BUNDLED, workers=1) as ex:  # one job, nothing said: all the cores
+        (o,) = ex.map([Probe("alone")])
+    assert o.result["scan_share"] == usable_cores()
+    assert engine_for(BUNDLED).options.max_scan_workers is None
+
+
+def test_attribute_j_1_on_one_job_scans_it_on_one_core(monkeypatch):
+    from typer.testing import CliRunner
+
+    import rulekit.cli.attribute as cli_attribute
+    from rulekit.cli import app
+
+    seen = []
+    real = cli_attribute.run_job
+
+    def spy(engine, job, *args, **kw):
+        seen.append(engine.options.max_scan_workers)
+        return real(engine, job, *args, **kw)
+
+    monkeypatch.setattr(cli_attribute, "run_job", spy)
+    for argv, want in ((["-j", "1"], 1), (["-j", "3"], 3), ([], None)):
+        r = CliRunner().invoke(app, ["attribute", *argv, str(EXAMPLE)])
+        assert r.exit_code == 0, r.output
+        assert seen.pop() == want, argv
 
 
 def test_when_no_worker_can_fork_the_jobs_run_here(monkeypatch):

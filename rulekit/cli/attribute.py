@@ -85,8 +85,9 @@ def attribute(
     printer = _InOrder(batch, shown, fmt, explain)
     if len(batch) == 1 and executor == "local":
         bar = _BytesBar(job_dirs[0].name)
+        here = engine.with_options(max_scan_workers=jobs) if jobs else engine  # -j N: N processes in all
         try:
-            outcome = run_job(engine, batch[0], explain, timeout or None, progress=bar)
+            outcome = run_job(here, batch[0], explain, timeout or None, progress=bar)
         finally:
             bar.close()
         if not outcome.ok:

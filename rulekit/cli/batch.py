@@ -20,7 +20,8 @@ from rulekit.extract.parallel import usable_cores
 
 EXECUTOR_HELP = "Where jobs run: local (process pool) or dask (Dask distributed; see docs/batch.md)."
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786); without it, --executor dask starts a local cluster."
-JOBS_HELP = "Workers (local processes, or local Dask workers) for many jobs; 0: one per core."
+JOBS_HELP = ("Processes in all (local: jobs at once, and the scan workers of a large log; dask: local "
+             "workers); 0: one per core.  -j 1 keeps to one core.")
 if TYPE_CHECKING:
     from rich.console import Console  # imported where a bar or a failure is printed
 
@@ -58,9 +59,11 @@ def run_batch(executor: str, corpus: CorpusSpec, jobs: list[Task], shown: dict[T
     called as each arrives (a caller printing results while the others run), except
     under the progress bar (stderr a terminal), where output would cut through it."""
     outcomes: dict[Task, JobOutcome] = {}
+    cores = workers  # -j N: what the batch may keep busy in all (None: every usable core)
     workers = min(workers or usable_cores(), max(1, len(set(jobs))))  # no idle local workers
     try:
-        ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout)
+        ex = make_executor(executor, corpus, engine=engine, address=scheduler, workers=workers, timeout=timeout,
+                           cores=cores)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)

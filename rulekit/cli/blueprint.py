@@ -38,9 +38,10 @@ def run_cmd(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No per-attempt summary on stderr."),
     executor: str = typer.Option("local", "--executor", "-e", help=EXECUTOR_HELP),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Workers for the attempts (local processes, or "
-                                       "local Dask workers; 0: one per core). Default: local runs them one by "
-                                       "one in this process, dask one worker per core."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Processes for the attempts (local, a large "
+                                       "log's scan workers included; or local Dask workers; 0: one per core). "
+                                       "Default: local runs them one by one in this process, dask one worker "
+                                       "per core; -j 1 keeps to one core."),
     timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
 ) -> None:
     """Attribute the jobs the configured connectors find and write the results."""
@@ -77,6 +78,8 @@ def run_cmd(
 
         # checked here (located errors, exit 2), also before any worker starts
         engine = load_engine_or_exit(cfg.rules or None).engine
+        if in_process and jobs == 1:
+            engine = engine.with_options(max_scan_workers=1)  # -j 1: one core
         attributor = Attributor(engine=engine)
 
     def summary(r: dict) -> None:
@@ -115,7 +118,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
 
     try:
         ex = make_executor(executor, CorpusSpec.of(cfg.rules or None), engine=engine, address=scheduler,
-                           workers=jobs or None, timeout=timeout or None)
+                           workers=jobs or None, timeout=timeout or None, cores=jobs or None)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)

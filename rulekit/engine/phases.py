@@ -321,7 +321,8 @@ class ExtractionPhase:
         size = self.chunk_size
         if not plan.rules:
             return ((chunk, [], None) for chunk in obs.chunks(size))
-        workers = scan_workers(obs.size(), self.engine.options.scan_workers) if obs.path is not None else 0
+        opts = self.engine.options
+        workers = scan_workers(obs.size(), opts.scan_workers, opts.max_scan_workers) if obs.path is not None else 0
         if workers:
             # the printing host is read only where `_node_of` would look at it
             hosts = not obs.node and obs.source != "scheduler"

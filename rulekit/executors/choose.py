@@ -12,13 +12,15 @@ EXECUTORS = ("local", "dask")
 
 def make_executor(name: str, corpus: CorpusSpec, *, engine: Any = None, address: str | None = None,
                   workers: int | None = None, timeout: float | None = None,
-                  max_in_flight: int | None = None) -> Executor:
+                  max_in_flight: int | None = None, cores: int | None = None) -> Executor:
     """An executor by name: "local" (a process pool; `engine`, when given, is inherited by
-    forked workers) or "dask" (`address` of a scheduler, or a LocalCluster of `workers`)."""
+    forked workers; `cores`, the processes it may keep busy in all: `LocalExecutor`) or
+    "dask" (`address` of a scheduler, or a LocalCluster of `workers`)."""
     if name == "local":
         from rulekit.executors.local import LocalExecutor
 
-        return LocalExecutor(corpus, engine=engine, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
+        return LocalExecutor(corpus, engine=engine, workers=workers, timeout=timeout, max_in_flight=max_in_flight,
+                             cores=cores)
     if name == "dask":
         from rulekit.executors.dask import DaskExecutor
 

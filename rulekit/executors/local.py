@@ -7,9 +7,11 @@ at once, with the garbage collector's view of the inherited heap frozen, so a
 worker's collections neither walk nor copy it); elsewhere each worker builds it
 once (`engine_for`).  Jobs go out largest first (`job_weight`) among the next
 `max_in_flight` read from the batch, so a big job is not the one left running
-alone at the end.  When the workers fill the usable cores, they scan each log
-serially (unless the engine's `scan_workers` option says otherwise): chunk
-workers would only queue behind the other jobs.  A worker process that dies
+alone at the end.  `cores` is what the whole batch may keep busy (the user's
+`-j N`; default the usable cores): each job's chunk-parallel scan gets at most
+its share, `cores // workers` processes, so with the workers filling it each log
+is scanned serially (chunk workers would only queue behind the other jobs) and
+`-j 1` keeps to one core; an explicit `scan_workers` option stands.  A worker process that dies
 takes only its in-flight jobs with it: the pool is replaced and those jobs run
 again (up to `retries` times, then recorded as failed).  When no worker can be
 forked at all (process limits, memory), the jobs run here, one by one.  Must not
@@ -39,10 +41,17 @@ from rulekit.executors.base import (
 from rulekit.extract.parallel import usable_cores
 
 
-def _init_worker(spec: CorpusSpec, serial_scan: bool) -> None:
+def _init_worker(spec: CorpusSpec, scan_share: int) -> None:
     engine = engine_for(spec)  # forked: the inherited engine; otherwise built here, once
-    if serial_scan and getattr(engine, "options", None) is not None and engine.options.scan_workers is None:
-        engine.options = engine.options.with_(scan_workers=0)  # this process's copy only
+    if getattr(engine, "options", None) is not None:
+        engine.options = engine.options.with_(max_scan_workers=scan_share)  # this process's copy only
+
+
+def _with_share(engine: Any, share: int) -> Any:
+    """`engine` bounded to `share` scan processes per log (the caller's engine is unchanged)."""
+    if getattr(engine, "options", None) is None or not hasattr(engine, "with_options"):
+        return engine  # a stand-in engine (tests): nothing to bound
+    return engine.with_options(max_scan_workers=share)
 
 
 def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None,
@@ -54,9 +63,12 @@ class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, corpus: CorpusSpec, *, engine: Any = None, workers: int | None = None,
-                 timeout: float | None = None, max_in_flight: int | None = None, retries: int = 2) -> None:
+                 timeout: float | None = None, max_in_flight: int | None = None, retries: int = 2,
+                 cores: int | None = None) -> None:
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
         self.engine = engine
+        self.cores = cores or usable_cores()
+        self.scan_share = max(1, self.cores // max(1, self.workers))  # scan processes each job may use
         self.retries = retries
         self._pool: ProcessPoolExecutor | None = None
 
@@ -67,7 +79,6 @@ class LocalExecutor(Executor):
 
     def _new_pool(self) -> ProcessPoolExecutor:
         """A pool whose workers are not started yet (they fork on the first submit)."""
-        serial_scan = self.workers >= usable_cores()
         try:
             ctx = multiprocessing.get_context("fork")
         except ValueError:
@@ -75,9 +86,9 @@ class LocalExecutor(Executor):
         if ctx is not None:
             adopt_engine(self.corpus, self._engine())  # built once, here; the forked workers inherit it
             return ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx, initializer=_init_worker,
-                                       initargs=(self.corpus, serial_scan))
+                                       initargs=(self.corpus, self.scan_share))
         return ProcessPoolExecutor(max_workers=self.workers, initializer=_init_worker,
-                                   initargs=(self.corpus, serial_scan))
+                                   initargs=(self.corpus, self.scan_share))
 
     def map(self, jobs: Iterable[Task], *, with_trace: bool = False,
             render: Callable[[dict[str, Any]], str] | None = None) -> Iterator[JobOutcome]:
@@ -88,7 +99,7 @@ class LocalExecutor(Executor):
 
     def _map_here(self, jobs: Iterable[Task], with_trace: bool,
                   render: Callable[[dict[str, Any]], str] | None) -> Iterator[JobOutcome]:
-        engine = self._engine()
+        engine = _with_share(self._engine(), self.scan_share)
         seen: set[Task] = set()
         for job in jobs:
             if job not in seen:

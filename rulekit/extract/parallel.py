@@ -20,11 +20,12 @@ answer), read their chunk from the file themselves, and are all gone when the
 iterator is closed or exhausted.  Used only where forking is safe: a
 single-threaded, non-daemon process on a platform with `fork`.
 
-`scan_workers(size, requested)` decides: `requested` (the engine option
+`scan_workers(size, requested, cap)` decides: `requested` (the engine option
 `scan_workers`, from `RULEKIT_SCAN_WORKERS`: 0 or 1 serial, N workers), else, for a file of at least `PARALLEL_MIN_BYTES`, one worker per
 core that is free (usable cores, less those other processes keep busy now:
-`busy_cores`, this one counted as free), at most `MAX_WORKERS`, when that is
-two or more: on a busy machine workers only queue behind the others.  Must not
+`busy_cores`, this one counted as free), at most `MAX_WORKERS` and at most
+`cap` (the engine option `max_scan_workers`: what `-j N` leaves each job), when
+that is two or more: on a busy machine workers only queue behind the others.  Must not
 know about rules, events or the store.
 """
 from __future__ import annotations
@@ -67,14 +68,15 @@ def fork_is_safe() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def scan_workers(size: int, requested: int | None = None) -> int:
-    """Worker processes for scanning a file of `size` bytes (0: scan serially here)."""
+def scan_workers(size: int, requested: int | None = None, cap: int | None = None) -> int:
+    """Worker processes for scanning a file of `size` bytes (0: scan serially here);
+    `requested` is taken as it is, `cap` bounds the automatic choice."""
     if requested is not None:
         return requested if requested > 1 and fork_is_safe() else 0
-    if size < PARALLEL_MIN_BYTES:
+    if size < PARALLEL_MIN_BYTES or (cap is not None and cap < 2):
         return 0
     cores = usable_cores()
-    n = min(cores, MAX_WORKERS, cores - int(busy_cores()))
+    n = min(cores, MAX_WORKERS, cores - int(busy_cores()), cap if cap is not None else MAX_WORKERS)
     return n if n > 1 and fork_is_safe() else 0
 
 

@@ -54,9 +54,21 @@ class RuleEngine:
         self.metric_rules = tuple(r for r in rules if isinstance(r, MetricRule))
         self.job_tests = tuple(ruleset.job_tests)
         self._plans: dict[tuple[str, str], ScanPlan] = {}
-        self._all: ScanPlan | None = None
+        self._all: list[ScanPlan] = []  # the plan over every rule, once built (a list: shared with twins)
         self._rule_plans: dict[tuple[str, ...], ScanPlan] = {}
         self._lock = threading.Lock()
+
+    def with_options(self, **changes: object) -> "RuleEngine":
+        """This engine run with other options (`EngineOptions.with_`): the same rules,
+        plans and caches, shared; this engine is unchanged."""
+        if {"scanner", "cache_dir"} & changes.keys():
+            raise ValueError("a twin shares the scan plans: it cannot change how they are built")
+        if all(getattr(self.options, k) == v for k, v in changes.items()):
+            return self
+        twin = object.__new__(type(self))  # (not copy.copy: it would pickle, and engines refuse)
+        twin.__dict__.update(self.__dict__)
+        twin.options = self.options.with_(**changes)
+        return twin
 
     def rule_names(self) -> list[str]:
         return [r.name for r in self.rules]
@@ -75,14 +87,15 @@ class RuleEngine:
     def _build_plan(self, source: str, fmt: str) -> ScanPlan:
         """One acceleration structure over every extractor, built once; a plan for a
         (source, format) only drops the hits of rules whose filters exclude it."""
-        if self._all is None:
+        if not self._all:
             rules = (*self.extractors, *self.accumulators)
-            self._all = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
-                                             cache_dir=self.options.cache_dir), tuple(rules))
-        allowed = frozenset(i for i, r in enumerate(self._all.rules) if applies(r, source, fmt))
-        if len(allowed) == len(self._all.rules):
-            return self._all
-        return ScanPlan(_FilteredScanner(self._all.scanner, allowed), self._all.rules)
+            self._all.append(ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
+                                                   cache_dir=self.options.cache_dir), tuple(rules)))
+        every = self._all[0]
+        allowed = frozenset(i for i, r in enumerate(every.rules) if applies(r, source, fmt))
+        if len(allowed) == len(every.rules):
+            return every
+        return ScanPlan(_FilteredScanner(every.scanner, allowed), every.rules)
 
     def scanner_for_rules(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan:
         """A plan over chosen rules (inline tests, the language server), cached by rule
