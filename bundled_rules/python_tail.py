@@ -12,6 +12,7 @@ already reported.  Must not read lines that are not an exception's final line
 (an exception quoted inside a message, an indented frame, a warning).
 """
 import re
+from functools import lru_cache
 
 from rulekit.plugin import Accumulator, EventSpec, FilterPriority, accumulator_def, filter_def, register_symptom
 
@@ -91,17 +92,27 @@ class PythonTail(Accumulator):
 
     def __init__(self, ctx, line, match):
         super().__init__(ctx, line, match)
-        self.exc = tail_exception(line)
+        self.tail = tail_of(line)
 
     def finalize(self):
-        if self.exc is None:
+        if self.tail is None:
             return []
-        exc_type, msg = self.exc
-        kind = classify(exc_type, msg)
-        if kind is None or kind[1] not in ("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR"):
-            return []
-        return [EventSpec(type="bad_node", symptom="PYTHON_EXCEPTION_TAIL",
-                          fields={"exc_type": exc_type, "exc_msg": msg[:500]})]
+        exc_type, msg = self.tail
+        return [EventSpec(type="bad_node", symptom="PYTHON_EXCEPTION_TAIL", fields={"exc_type": exc_type, "exc_msg": msg})]
+
+
+@lru_cache(maxsize=4096)
+def tail_of(line: str):
+    """(type, message cut to 500 characters) a trigger line reports as a tail, or None.
+    Remembered (a pure function of the line): every rank of a job prints the same
+    exception, and a long log repeats it on thousands of lines."""
+    exc = tail_exception(line)
+    if exc is None:
+        return None
+    kind = classify(*exc)
+    if kind is None or kind[1] not in ("PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR"):
+        return None
+    return exc[0], exc[1][:500]
 
 
 TRACEBACK_RULES = ("PythonTraceback", "RichTraceback")

@@ -211,9 +211,29 @@ ONE_LINE_CORPUS = {
                 FED.append(line)
                 return True
             def finalize(self):
+                if self.word == "boom":
+                    def half():  # one event, then the rule's bug
+                        yield EventSpec(type="bad_node", symptom="ONE_LINE", fields={"word": "half"})
+                        raise ValueError("finalize broke")
+                    return half()
                 return [EventSpec(type="bad_node", symptom="ONE_LINE", fields={"word": self.word})]
     """,
 }
+
+
+def test_a_one_line_accumulator_that_raises_is_reported_and_emits_nothing(make_corpus):
+    """As any accumulator's: a `finalize` that raises (here midway through its events)
+    is a rule error of the result, emits none of them, and the other triggers go on."""
+    res = load_corpus([make_corpus(ONE_LINE_CORPUS)])
+    job = job_from_mapping({"id": "j", "state": "FAILED", "nodes": ["n1"]})
+    with Session(res.engine, job) as s:
+        s.ingest(Observation(source="applog", lines=["ONE-LINE boom", "ONE-LINE fine"]))
+        result = s.attribute()
+        s.manager.flush()
+        words = [r[0] for r in s.manager.conn.execute("SELECT payload FROM events WHERE symptom = 'ONE_LINE'")]
+    assert [e["rule"] for e in result["rule_errors"]] == ["TriggerOnly"]
+    assert "finalize broke" in str(result["rule_errors"][0])
+    assert len(words) == 1 and '"word": "fine"' in words[0]
 
 
 def test_an_accumulator_of_max_lines_0_reads_its_trigger_line_alone(make_corpus):

@@ -483,16 +483,25 @@ class ExtractionPhase:
             ts, _uptime, rank, carried, host = facts
         node = self._node_of(obs, line, rank, host)
         ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
-        acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
-        acc.carried = carried
         try:
-            acc.instance = rule.factory(ctx, line, caps)
+            instance = rule.factory(ctx, line, caps)
         except Exception as e:  # the rule's bug: reported, the line is skipped
             self.errors.append(rule_error(rule.name, e))
             return ts
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
-            acc.finish(self)
-        elif not acc.feed_chunk(chunk, end + 1, self):
+            # (what `_ActiveAccumulator.finish` does, without one: thousands of such triggers in a long log)
+            try:
+                specs = list(instance.finalize() or ())
+            except Exception as e:  # reported; the accumulator emits nothing
+                self.errors.append(rule_error(rule.name, e))
+                return ts
+            for spec in specs:
+                self.add_spec(spec, rule.name, oc, node, line_num, ts, line, rank, carried)
+            return ts
+        acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
+        acc.carried = carried
+        acc.instance = instance
+        if not acc.feed_chunk(chunk, end + 1, self):
             active.append(acc)
         return ts
 
