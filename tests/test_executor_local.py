@@ -187,3 +187,29 @@ def test_one_worker_per_usable_core_by_default():
             "print(make_executor('local', CorpusSpec.of(None)).workers)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "1", out.stderr
+
+
+def test_blueprint_run_j_1_attributes_on_one_core(monkeypatch, tmp_path):
+    """`rulekit blueprint run -j 1` runs the attempts here, their logs scanned on one
+    core; without `-j` the scan's automatic choice stands."""
+    from typer.testing import CliRunner
+
+    import rulekit.blueprint.orchestrator as orchestrator
+    from rulekit.cli import app
+
+    seen = []
+    real = orchestrator.Attributor
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, engine=None, **kw):
+            seen.append(None if engine is None else engine.options.max_scan_workers)
+            super().__init__(engine=engine, **kw)
+
+    monkeypatch.setattr(orchestrator, "Attributor", Spy)
+    static = EXAMPLE.parent / "blueprint" / "static"
+    for argv, want in ((["-j", "1"], 1), ([], None)):
+        db = tmp_path / f"out{len(seen)}.db"
+        r = CliRunner().invoke(app, ["blueprint", "run", "--configs", str(static), "--output", f"sqlite:{db}", "-q",
+                                     *argv])
+        assert r.exit_code == 0, r.output
+        assert seen.pop() == want, argv
