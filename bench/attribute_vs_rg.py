@@ -8,7 +8,8 @@
 Every figure comes from one run on this machine; ratios compare runs made side by
 side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
 
-1. *Evidence rates.*  For each rate a job directory (a copy of
+1. *Evidence rates.*  For each rate (`--repeat N`: N runs of each, alternating,
+   the medians shown and each run's ratio beside them) a job directory (a copy of
    examples/xid149-nvlink) whose application log is SIZE MiB of rank-prefixed
    benign training lines (bench/corpus.py) with that fraction of *evidence
    lines* mixed in: the positive inline-test lines of the bundled extractors that
@@ -51,6 +52,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from statistics import median
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -198,22 +200,34 @@ def section_rates(args, material, rg: str, pat_file: Path, report: dict) -> None
         job = build_job(f"{'realistic' if realistic else 'rate' + rate}-{args.size_mb}MiB", args.size_mb, pct,
                         realistic, material)
         log = job / "applog" / "train.log"
-        rk = rulekit(str(job), pin=args.pin)
-        g = run_ru([rg, "--no-unicode", "-c", "-f", str(pat_file), str(log)], pin=args.pin)
-        if g["rc"] not in (0, 1):
-            raise SystemExit(f"rg failed: {g['err'][:300]}")
+        rks, gs = [], []
+        for _ in range(args.repeat):  # alternately: a slow spell of the machine hits both
+            rks.append(rulekit(str(job), pin=args.pin))
+            gs.append(run_ru([rg, "--no-unicode", "-c", "-f", str(pat_file), str(log)], pin=args.pin))
+            if gs[-1]["rc"] not in (0, 1):
+                raise SystemExit(f"rg failed: {gs[-1]['err'][:300]}")
+        if len({summary(r["out"]) for r in rks}) != 1:
+            raise SystemExit(f"rulekit gave different results on one log: {sorted({summary(r['out']) for r in rks})}")
+        rk = {"wall": median([r["wall"] for r in rks]), "cpu": median([r["cpu"] for r in rks]),
+              "rss": max(r["rss"] for r in rks), "out": rks[0]["out"]}
+        g = {"wall": median([r["wall"] for r in gs]), "cpu": median([r["cpu"] for r in gs]), "out": gs[0]["out"]}
+        pairs = sorted(b["wall"] / a["wall"] for a, b in zip(rks, gs))  # each run's ratio, rg's beside it
         with open(log, "rb") as f:
             nlines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
         hits = int(g["out"].strip() or 0)
         row = {"rate": rate, "lines": nlines, "evidence_lines": hits, "rulekit_cpu": rk["cpu"], "rg_cpu": g["cpu"],
                "rulekit_wall": rk["wall"], "rg_wall": g["wall"], "rulekit_rss": rk["rss"],
-               "x_rg_cpu": g["cpu"] / rk["cpu"], "x_rg_wall": g["wall"] / rk["wall"]}
+               "x_rg_cpu": g["cpu"] / rk["cpu"], "x_rg_wall": g["wall"] / rk["wall"], "runs": args.repeat,
+               "x_rg_wall_pairs": pairs}
         report.setdefault("rates", []).append(row)
         label = f"{rate}{'' if realistic else ' %'}"
         print(f"{label:>10} {nlines:>9} {100 * hits / nlines:>8.2f}% {rk['cpu']:>10.2f}s {g['cpu']:>6.2f}s "
               f"{row['x_rg_cpu']:>7.3f}x {rk['wall']:>11.2f}s {g['wall']:>7.2f}s {row['x_rg_wall']:>8.3f}x "
               f"{rk['rss'] / MiB:>5.0f}MiB  "
               f"{summary(rk['out'])}", flush=True)
+        if args.repeat > 1:
+            print(f"{'':>10} (medians of {args.repeat} alternating runs; each run's wall ratio: "
+                  f"{', '.join(f'{x:.3f}' for x in pairs)})", flush=True)
 
 
 def section_warm(args, report: dict) -> None:
@@ -294,6 +308,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", default="", help="comma list of sections to skip: rates,warm,rss,many,chunks")
     ap.add_argument("--json", type=Path, help="also write the numbers as JSON")
     ap.add_argument("--pin", action="store_true", help="pin rulekit and rg to core 0 (rates and RSS sections)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs of rulekit and rg per evidence rate, alternating; the table shows medians")
     ap.add_argument("--cli", type=Path, help="the rulekit executable to time (default: this venv's)")
     args = ap.parse_args(argv)
     global RULEKIT
