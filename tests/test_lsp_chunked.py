@@ -14,8 +14,8 @@ from rulekit_lsp.chunked import ChunkedToml, split
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {".venv", "node_modules", ".git", "build", "dist"}  # (build/, dist/: copies a pip install or a build left)
-RULE_FILES = sorted(p for p in REPO.rglob("*.toml") if not SKIP & set(p.relative_to(REPO).parts) and not p.name.endswith(".test.toml")
-                    and "[[" in p.read_text(errors="replace"))
+RULE_FILES = sorted(p for p in REPO.rglob("*.toml") if not SKIP & set(p.relative_to(REPO).parts)
+                    and not p.name.endswith(".test.toml") and "[[" in p.read_text(errors="replace"))
 
 
 def same(text: str, path: str, parser: ChunkedToml | None = None) -> ChunkedToml:
