@@ -489,14 +489,8 @@ class ExtractionPhase:
             self.errors.append(rule_error(rule.name, e))
             return ts
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
-            # (what `_ActiveAccumulator.finish` does, without one: thousands of such triggers in a long log)
-            try:
-                specs = list(instance.finalize() or ())
-            except Exception as e:  # reported; the accumulator emits nothing
-                self.errors.append(rule_error(rule.name, e))
-                return ts
-            for spec in specs:
-                self.add_spec(spec, rule.name, oc, node, line_num, ts, line, rank, carried)
+            # (without an `_ActiveAccumulator`: thousands of such triggers in a long log)
+            self.finalize(rule.name, instance, oc, node, line_num, ts, line, rank, carried)
             return ts
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried
@@ -504,6 +498,18 @@ class ExtractionPhase:
         if not acc.feed_chunk(chunk, end + 1, self):
             active.append(acc)
         return ts
+
+    def finalize(self, rule: str, instance: Any, oc: int, node: str | None, line_num: int, ts: str | None,
+                 datum: str, rank: int | None, carried: str | None) -> None:
+        """Add the events of an accumulator's `finalize()` (`add_spec`); one that raises is
+        the rule's error, and none of its events is added."""
+        try:
+            specs = list(instance.finalize() or ())
+        except Exception as e:  # reported; the accumulator emits nothing
+            self.errors.append(rule_error(rule, e))
+            return
+        for spec in specs:
+            self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried)
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
                  ts: str | None, datum: str, rank: int | None = None, carried: str | None = None) -> None:
@@ -597,14 +603,8 @@ class _ActiveAccumulator:
         if self.done:
             return
         self.done = True
-        try:
-            specs = list(self.instance.finalize() or [])
-        except Exception as e:  # reported; the accumulator emits nothing
-            phase.errors.append(rule_error(self.rule.name, e))
-            specs = []
-        for spec in specs:
-            phase.add_spec(spec, self.rule.name, self.oc, self.ctx.node, self.line_num, self.ts, self.datum,
-                           self.rank, self.carried)
+        phase.finalize(self.rule.name, self.instance, self.oc, self.ctx.node, self.line_num, self.ts, self.datum,
+                       self.rank, self.carried)
 
 
 # ---- phase 2: filtering ----------------------------------------------------------------------------

@@ -43,15 +43,7 @@ from rulekit.extract.parallel import usable_cores
 
 def _init_worker(spec: CorpusSpec, scan_share: int) -> None:
     engine = engine_for(spec)  # forked: the inherited engine; otherwise built here, once
-    if getattr(engine, "options", None) is not None:
-        engine.options = engine.options.with_(max_scan_workers=scan_share)  # this process's copy only
-
-
-def _with_share(engine: Any, share: int) -> Any:
-    """`engine` bounded to `share` scan processes per log (the caller's engine is unchanged)."""
-    if getattr(engine, "options", None) is None or not hasattr(engine, "with_options"):
-        return engine  # a stand-in engine (tests): nothing to bound
-    return engine.with_options(max_scan_workers=share)
+    engine.options = engine.options.with_(max_scan_workers=scan_share)  # this process's copy only
 
 
 def _pool_task(spec: CorpusSpec, job: Task, with_trace: bool, timeout: float | None,
@@ -68,7 +60,7 @@ class LocalExecutor(Executor):
         super().__init__(corpus, workers=workers, timeout=timeout, max_in_flight=max_in_flight)
         self.engine = engine
         self.cores = cores or usable_cores()
-        self.scan_share = max(1, self.cores // max(1, self.workers))  # scan processes each job may use
+        self.scan_share = max(1, self.cores // self.workers)  # scan processes each job may use
         self.retries = retries
         self._pool: ProcessPoolExecutor | None = None
 
@@ -99,7 +91,7 @@ class LocalExecutor(Executor):
 
     def _map_here(self, jobs: Iterable[Task], with_trace: bool,
                   render: Callable[[dict[str, Any]], str] | None) -> Iterator[JobOutcome]:
-        engine = _with_share(self._engine(), self.scan_share)
+        engine = self._engine().with_options(max_scan_workers=self.scan_share)  # (the caller's engine unchanged)
         seen: set[Task] = set()
         for job in jobs:
             if job not in seen:
