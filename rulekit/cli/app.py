@@ -39,6 +39,10 @@ COMMAND_MODULES = {
     "dashboard": "blueprint", "blueprint": "blueprint",
 }
 _ORDER = list(dict.fromkeys(COMMAND_MODULES.values()))
+# commands that have closed what they opened (files, pools, sessions) when they return:
+# the console script may end them without the interpreter's teardown (`rulekit.cli.main`);
+# not the servers (serve, lsp), nor the Blueprint's (threads, a dashboard, Dask)
+FAST_EXIT = frozenset({"attribute", "check", "explain", "test", "lint", "fmt", "convert", "schema", "diff"})
 
 
 def load_commands(names: Any = None) -> None:
@@ -61,6 +65,7 @@ class _App(typer.Typer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._lazy, self._filled, self._filling = False, False, 0
+        self.ran: str | None = None  # the command the root group resolved (None before one runs)
         super().__init__(*args, **kwargs)
 
     # a module registering its command appends to the lists: that is not a read
@@ -140,6 +145,11 @@ class _Group(TyperGroup):
         if any(n not in self.commands for n in COMMAND_MODULES):
             self._refresh()
         return super().list_commands(ctx)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        app.ran = cmd.name if cmd is not None else name
+        return name, cmd, rest
 
     def invoke(self, ctx: Any) -> Any:
         try:
