@@ -7,10 +7,11 @@ and the language server share.  Pure: no printing, no exit codes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.config import GlobalConfig
 from rulekit.diagnostics import Diagnostic, Severity
 from rulekit.rules.loader import LoadResult, load_corpus

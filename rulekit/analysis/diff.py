@@ -10,10 +10,11 @@ git: the CLI materializes a revision into a folder.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Iterable
 
+from rulekit.rules.records import dataclass
 from rulekit.analysis.testing import compare_expect
 from rulekit.diagnostics import RulekitError
 

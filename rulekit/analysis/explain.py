@@ -16,10 +16,10 @@ but writes nothing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rulekit.rules.records import dataclass
 from rulekit.codes import Code, lookup
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.corpus import RuleEngine, applies

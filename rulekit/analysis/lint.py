@@ -37,9 +37,9 @@ timing the patterns (RK308; `cost=False` skips it).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.extract import literals as L
 from rulekit.analysis import overlap as OV
 from rulekit.analysis.coverage import run_coverage, static_coverage

@@ -30,9 +30,11 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 import warnings
 from collections import deque
 from functools import lru_cache
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import re._constants as C  # type: ignore[import-not-found]
+
+from rulekit.rules.records import dataclass
 
 MAXCP = 0x10FFFF
 NL = 10

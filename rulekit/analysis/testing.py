@@ -7,10 +7,11 @@ plugin and the language server to render.  Never stops at the first failure.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.corpus import RuleEngine
 from rulekit.engine.jobrun import attribute_dir

@@ -7,10 +7,11 @@ only selects, runs and describes.  No printing.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest
 from rulekit.analysis.testing import TestResult, find_examples, run_example, run_job_test, run_line_test, run_metric_test

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Iterable
 
+from rulekit.rules.records import dataclass
 from rulekit.analysis.testing import TestResult
 
 

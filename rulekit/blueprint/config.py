@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import importlib
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.toml_frontend import Locator, Region, toml_error_span
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 import time as _time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from rulekit.rules.records import dataclass
 
 
 class ConnectorError(Exception):

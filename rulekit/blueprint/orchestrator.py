@@ -14,10 +14,11 @@ import json
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.blueprint.config import BlueprintConfig
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.metrics_shape import series_dict

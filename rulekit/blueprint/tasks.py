@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.blueprint.config import BlueprintConfig, load_config
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.model import Attempt, Window

@@ -19,10 +19,10 @@ Does no parsing of rule files and no I/O beyond the event store.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.rules.corpus import RuleEngine
 from rulekit.rules.model import MetricCondition, MetricRule, event_type_name
 from rulekit.inputs.jobinfo import JobInfo

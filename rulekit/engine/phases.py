@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import traceback
 from functools import partial
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterator, Mapping
 
+from rulekit.rules.records import dataclass
 from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render

@@ -8,9 +8,10 @@ remaining symptom to root cause and outcome.  No SQL here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable, Iterator
 
+from rulekit.rules.records import dataclass
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.engine.store import TraceEntry
 

@@ -49,9 +49,10 @@ import tempfile
 import weakref
 from contextlib import contextmanager
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection

@@ -21,10 +21,11 @@ import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
 from rulekit.executors.deadline import JobTimeout, call_with_deadline

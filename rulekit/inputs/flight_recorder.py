@@ -34,10 +34,11 @@ import pickle
 import pickletools
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from rulekit.rules.records import dataclass
 from rulekit.inputs.observation import Observation
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024

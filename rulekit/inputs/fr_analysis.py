@@ -30,9 +30,10 @@ Pure functions over `FRDump` records; no I/O, no events, no rules.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable, Mapping
 
+from rulekit.rules.records import dataclass
 from rulekit.inputs.flight_recorder import FRDump
 
 # progress levels at the stuck sequence id, least first

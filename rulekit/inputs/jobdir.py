@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.entries import check_record_file, inspect_entry
 from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,

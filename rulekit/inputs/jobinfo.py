@@ -20,10 +20,11 @@ The sentences of the spec are implemented in `scheduler_lines()`:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, Mapping
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError
 
 SLURM_STATES = {

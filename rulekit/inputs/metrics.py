@@ -23,7 +23,9 @@ pydantic at import time.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from rulekit.rules.records import dataclass
 
 MAX_SAMPLES = 1_000_000
 MAX_LABELS = 64

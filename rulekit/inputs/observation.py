@@ -8,10 +8,10 @@ memory.  No parsing of the lines themselves.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.extract.scan import CHUNK_SIZE, iter_chunks
 
 

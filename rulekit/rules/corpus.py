@@ -8,9 +8,9 @@ and cached.  Built only by `rulekit.rules.loader`; holds no per-job state.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.rules.model import (
     AccumulatorRule,

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from pathlib import Path
 from typing import Any, Sequence
 
+from rulekit.rules.records import dataclass
 import rulekit.extract.diskcache as cache
 
 KIND = "corpus"

@@ -17,11 +17,12 @@ import os
 import re
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.config import EngineOptions, GlobalConfig
 from rulekit.diagnostics import Diagnostic, Related, RulekitError, Severity, Span, has_errors, split_lines
 from rulekit.rules.corpus import RuleEngine

@@ -6,10 +6,11 @@ no knowledge of which file format a rule came from (beyond `span.file`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum, IntEnum
 from typing import Any, Callable, Mapping
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Span
 
 OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Span
 from rulekit.rules.selection import Selection
 from rulekit.rules.model import (

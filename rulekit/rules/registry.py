@@ -4,9 +4,9 @@ declarations and immutable afterwards.  No I/O.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
+from rulekit.rules.records import dataclass
 from rulekit.rules.model import OutcomeRule, Symptom
 
 # the action a blamed node gets when neither the symptom nor its outcome rule names one

@@ -37,9 +37,10 @@ import tempfile
 import time
 import traceback
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+
+from rulekit.rules.records import dataclass
 
 DEFAULT_TIMEOUT = 10.0
 ENV_TIMEOUT = "RULEKIT_PLUGIN_TIMEOUT"

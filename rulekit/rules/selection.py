@@ -7,9 +7,9 @@ predicate: must not import the engine or touch the store.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from rulekit.rules.records import dataclass
 from rulekit.rules.model import event_type_name
 
 

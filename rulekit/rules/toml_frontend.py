@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 from typing import Any, Iterator
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, Span, split_lines
 from rulekit.rules.expand import expand_catalog_pattern, substitute_params
 from rulekit.rules.model import (

@@ -31,10 +31,10 @@ import shutil
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from rulekit.rules.records import dataclass
 from rulekit.inputs.jobrecord import JobRecord
 from rulekit.engine.session import Session
 from rulekit.service.schema import ObservationBatch

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
+
+from rulekit.rules.records import dataclass
 
 SETTINGS_ENV = "RULEKIT_SERVICE_SETTINGS"
 TOKEN_ENV = "RULEKIT_SERVICE_TOKEN"

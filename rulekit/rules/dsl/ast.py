@@ -6,9 +6,10 @@ language server.  No parsing, no semantics, no I/O.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Union
 
+from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Span
 
 
