@@ -31,6 +31,11 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
 4. *Many jobs*: `-j 2` against `-j 1` on --many job directories (default 6 of
    35 MiB, the jobs the issue measured), interleaved rounds (--repeat N, at
    least 2): the best and the median of each, and each round's ratio.
+   `--many-instructions` also runs both under valgrind (cachegrind) and prints
+   -j 1's instructions over those on -j 2's critical path (its busiest worker's,
+   which valgrind counts from this process's start): what the ratio would be if
+   each instruction took the same time, which the machine's load does not move
+   (page faults, caches and the kernel's work are not in it).
 5. *Chunk-parallel scan* of one log (realistic, --chunk-sizes MiB): unpinned,
    the default (workers when the log is large enough and cores are free)
    against `RULEKIT_SCAN_WORKERS=0` (serial), best of 2 interleaved rounds,
@@ -48,6 +53,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -278,6 +284,41 @@ def section_many(args, material, report: dict) -> None:
                       "round_speedups": pairs}
     print(f"speed-up -j 2 vs -j 1 (best of {rounds}): {best[1] / best[2]:.2f}x; medians: {med[1] / med[2]:.2f}x; "
           f"each round: {', '.join(f'{x:.2f}' for x in pairs)}; results identical: {same}")
+    if args.many_instructions:
+        section_many_instructions(args, dirs, report)
+
+
+def section_many_instructions(args, dirs: list[str], report: dict) -> None:
+    """-j 1 and -j 2 under valgrind (cachegrind, instruction counts), a figure the
+    machine's load does not move.  A forked worker's count includes everything this
+    process ran before forking it (the counters are copied with the process), so the
+    busiest worker's count is -j 2's critical path but for this process's work after
+    the fork (taking and printing the results: a few per cent of its own count)."""
+    vg = shutil.which("valgrind")
+    if vg is None:
+        print("(--many-instructions: valgrind is not installed)")
+        return
+    python = RULEKIT.with_name("python")  # valgrind cannot follow the console script's #! line
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RULEKIT_") and k != "PYTHONDONTWRITEBYTECODE"}
+    counts: dict[int, dict] = {}
+    for j in (1, 2):
+        p = subprocess.Popen([vg, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                              str(python), str(RULEKIT), "attribute", "--format", "json", "-j", str(j), *dirs],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        _out, err = p.communicate(timeout=3600)
+        if p.returncode != 0:
+            raise SystemExit(f"rulekit attribute -j {j} under valgrind failed ({p.returncode}): {err[-1500:]}")
+        found = {int(pid): int(n.replace(",", "")) for pid, n in re.findall(r"==(\d+)== I\s+refs:\s+([\d,]+)", err)}
+        counts[j] = {"self": found.pop(p.pid, 0), "workers": sorted(found.values())}
+    one, workers = counts[1]["self"], counts[2]["workers"]
+    if counts[1]["workers"] or not workers:
+        print(f"(--many-instructions: unexpected processes: {counts})")
+        return
+    ratio = one / max(workers)
+    report["many_instructions"] = {"j1": one, "j2_self": counts[2]["self"], "j2_workers": workers, "ratio": ratio}
+    print(f"\n== -j 2 vs -j 1 in instructions (valgrind) ==\n-j 1: {one / 1e6:,.0f} M; -j 2: this process "
+          f"{counts[2]['self'] / 1e6:,.0f} M, its workers {', '.join(f'{w / 1e6:,.0f} M' for w in workers)} "
+          f"(each counted from this process's start); -j 1 / the busiest worker: {ratio:.2f}x")
 
 
 def section_chunks(args, material, report: dict) -> None:
@@ -318,6 +359,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pin", action="store_true", help="pin rulekit and rg to core 0 (rates and RSS sections)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs of rulekit and rg per evidence rate, alternating; the table shows medians")
+    ap.add_argument("--many-instructions", action="store_true",
+                    help="also count the -j 1 and -j 2 runs' instructions per process (valgrind; minutes)")
     ap.add_argument("--cli", type=Path, help="the rulekit executable to time (default: this venv's)")
     args = ap.parse_args(argv)
     global RULEKIT
