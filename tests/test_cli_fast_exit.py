@@ -84,3 +84,13 @@ def test_a_closed_pipe_ends_quietly(env):
     err = proc.stderr.read().decode()
     proc.wait(timeout=300)
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_under_a_profiler_it_ends_the_usual_way(env, tmp_path):
+    """`python -m cProfile -o F -m rulekit.cli attribute ...` writes F after the program's end."""
+    out = tmp_path / "run.prof"
+    p = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "rulekit.cli", "attribute",
+                        "--format", "json", str(EXAMPLE)], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert out.is_file() and out.stat().st_size > 0

@@ -12,7 +12,9 @@ interpreter's teardown, as mypy's fast exit does: its output flushed and the
 object a run built (the corpus, the jobs' results) is most of the time a short
 command spends after its work (~60 ms of a 0.3 s `rulekit attribute`), and the
 operating system frees a process's memory at once.  A command still running a
-thread of its own (not a daemon) exits the usual way."""
+thread of its own (not a daemon), or run under a profiler or tracer (`python -m
+cProfile`, a debugger, coverage: they write their output after the program's
+end), exits the usual way."""
 import os
 import sys
 import threading
@@ -27,7 +29,7 @@ def main() -> None:
     try:
         app()
     except SystemExit as e:
-        if app.ran in FAST_EXIT and not _threads_left():
+        if app.ran in FAST_EXIT and not _threads_left() and sys.getprofile() is None and sys.gettrace() is None:
             _exit_now(e.code)
         raise
 
