@@ -55,3 +55,34 @@ def test_a_corrupt_or_missing_memo_is_ignored(tmp_path: Path, monkeypatch):
     assert lint_mod.load_memo() == 0
     monkeypatch.setenv("RULEKIT_CACHE_DIR", "")
     assert lint_mod.load_memo() == 0
+
+
+def test_rulekit_lint_starts_from_the_memo_on_disk_and_leaves_it_there(tmp_path: Path, monkeypatch):
+    """The command, not only the language server: a second `rulekit lint` (a new process:
+    an empty memo) searches nothing again and says the same."""
+    from typer.testing import CliRunner
+
+    from rulekit.cli import app
+
+    monkeypatch.setenv("RULEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copytree(FIX / "ws", tmp_path / "ws")
+    (tmp_path / "ws" / "rules" / "overlap.toml").write_text(
+        'author = "t"\n[[extractor]]\nname = "Wide"\nmatch_re = \'GPU has fallen off\'\n'
+        'emit = { type = "bad_node", symptom = "GPU_FELL_OFF" }\n')
+    calls = []
+    for name in ("overlap", "contains", "shortest_line"):
+        real = getattr(OV, name)
+        monkeypatch.setattr(OV, name, lambda *a, _real=real, _n=name, **k: calls.append(_n) or _real(*a, **k))
+    outputs = []
+    for _run in range(2):
+        monkeypatch.setattr(lint_mod, "_MEMO", lint_mod._Memo())  # each run a new process's memo
+        monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndex())
+        monkeypatch.setattr(lint_mod, "_saved_sizes", {})
+        calls.clear()
+        r = CliRunner().invoke(app, ["lint", "--no-tests", "--no-cost", str(tmp_path / "ws" / "rules")])
+        assert r.exit_code in (0, 1), r.output
+        outputs.append((r.exit_code, r.output, len(calls)))
+    assert "RK306" in outputs[0][1] or "RK307" in outputs[0][1], outputs[0][1]
+    assert outputs[0][2] > 0 and list((tmp_path / "cache").glob("lint-memo-*.pkl"))
+    assert outputs[1][:2] == outputs[0][:2]
+    assert outputs[1][2] == 0  # every exact search came from the disk

@@ -5,7 +5,10 @@ prefilter cannot narrow or only weakly, patterns too broad or too slow on a
 benign log sample (`--sample FILE`, default the packaged one), symptoms never
 emitted, and (unless `--no-tests`) rules with no test and rules no test fires.
 Formats as for `rulekit check`.  Exit 0 clean (notes allowed), 1 findings,
-2 usage or I/O error or a corpus that does not load.
+2 usage or I/O error or a corpus that does not load.  The exact overlap searches
+(most of a first lint's time) are kept in the lint memo on disk, shared with the
+language server (`rulekit.analysis.lint.load_memo` / `save_memo`): a re-lint after
+an edit searches only the patterns that changed.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from typing import Optional
 
 import typer
 
-from rulekit.analysis.lint import lint_corpus
+from rulekit.analysis.lint import lint_corpus, load_memo, save_memo
 from rulekit.analysis.settings import load_settings
 from rulekit.analysis.testrun import default_example_paths, run_tests
 from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit, write_output
@@ -54,6 +57,8 @@ def lint(
     if not no_tests:
         ex = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])
         results = run_tests(res.engine, ex).results
+    load_memo()  # what earlier lints found of these patterns (the language server's too): only new ones are searched
     diags = lint_corpus(res, data, settings, results, cost=not no_cost)
+    save_memo()
     write_output(render_diagnostics(diags, fmt, res.texts, tool="lint"), output)
     raise typer.Exit(exit_code(diags))
