@@ -118,6 +118,8 @@ class TestRun:
 def run_tests(engine: RuleEngine, example_paths: Iterable[Path] = (), pattern: str | None = None) -> TestRun:
     """Every selected test case, in order; never stops at a failure."""
     items = collect(engine, example_paths, pattern)
+    if sum(1 for it in items if it.kind == "line") > 1:
+        engine.scan_plan("applog", "text")  # the plan over every rule: each line test's rules are a part of it
     return TestRun([run_item(engine, it) for it in items], items)
 
 

@@ -103,11 +103,26 @@ class RuleEngine:
         key = tuple(r.name for r in rules)
         plan = self._rule_plans.get(key)
         if plan is None:
-            plan = ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
-                                             cache_dir=self.options.cache_dir), tuple(rules))
+            plan = self._narrowed(rules) or ScanPlan(make_scanner([r.match_re for r in rules],
+                                                                  backend=self.options.scanner,
+                                                                  cache_dir=self.options.cache_dir), tuple(rules))
             with self._lock:
                 self._rule_plans[key] = plan
         return plan
+
+    def _narrowed(self, rules: Sequence[ExtractorRule | AccumulatorRule]) -> ScanPlan | None:
+        """The plan over every rule, once it is built, keeping only these rules' hits: the
+        hits a scanner of their own finds, in the same order (they are this corpus's
+        rules, in its order), without building one (~3 ms each, and `rulekit test` runs
+        hundreds).  None when it is not built yet or these are not the corpus's rules."""
+        if not self._all:
+            return None
+        every = self._all[0]
+        at = {id(r): i for i, r in enumerate(every.rules)}
+        picked = [at.get(id(r), -1) for r in rules]
+        if -1 in picked or picked != sorted(picked):
+            return None
+        return ScanPlan(_FilteredScanner(every.scanner, frozenset(picked)), every.rules)
 
     def __getstate__(self) -> dict:
         # engines are shared with worker processes by rebuilding from paths, not pickling
