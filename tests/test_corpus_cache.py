@@ -223,3 +223,24 @@ def test_cached_plugin_bytecode_is_used_only_for_the_same_text_and_python(make_c
     root = make_corpus(PLUGIN_CORPUS)
     cold = load_corpus([root])
     assert _full(load_corpus([root])) == _full(cold)
+
+
+def test_the_code_fingerprint_covers_every_source_file_of_the_package(monkeypatch):
+    """A changed .py anywhere in the package (or the grammar) is a new fingerprint."""
+    import rulekit
+
+    pkg = Path(rulekit.__file__).resolve().parent
+    deep = sorted(pkg.glob("*/*/*.py"))[0]  # (a file two folders down)
+    grammar = sorted([*pkg.parent.glob("grammar/*.lark"), *pkg.rglob("*.lark")])[0]
+    monkeypatch.setattr(diskcache, "_CODE", None)
+    before = diskcache.code_fingerprint()
+    for f in (deep, grammar):
+        st = f.stat()
+        try:
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+            monkeypatch.setattr(diskcache, "_CODE", None)
+            assert diskcache.code_fingerprint() != before, f
+        finally:
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    monkeypatch.setattr(diskcache, "_CODE", None)
+    assert diskcache.code_fingerprint() == before
