@@ -47,7 +47,7 @@ def test_equality_hash_and_repr_are_the_standard_ones(a, b):
         assert (sa == sb) == (oa == ob)
         assert (sa != sb) == (oa != ob)
         assert (sa == sa) == (oa == oa)  # a NaN field: identity first, as tuples compare
-        assert repr(oa).replace("Point", "P") == repr(sa).replace("Point", "P")
+        assert repr(oa) == repr(sa)
         if frozen:
             assert hash(oa) == hash(sa)
         else:

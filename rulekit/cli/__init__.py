@@ -10,7 +10,7 @@ Must not import a command module at import time.
 interpreter's teardown, as mypy's fast exit does: its output flushed and the
 `atexit` handlers run, then `os._exit` with the same status.  Freeing every
 object a run built (the corpus, the jobs' results) is most of the time a short
-command spends after its work (~60 ms of a 0.3 s `rulekit attribute`), and the
+command spends after its work (~55 ms of a 0.3 s `rulekit attribute`), and the
 operating system frees a process's memory at once.  A command still running a
 thread of its own (not a daemon), or run under a profiler or tracer (`python -m
 cProfile`, a debugger, coverage: they write their output after the program's
