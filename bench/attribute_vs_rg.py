@@ -30,7 +30,10 @@ side in that run (rg time / rulekit time: 1.0 means rulekit keeps rg's pace).
 3. *Peak RSS* of `rulekit attribute` at several log sizes (the realistic log).
 4. *Many jobs*: `-j 2` against `-j 1` on --many job directories (default 6 of
    35 MiB, the jobs the issue measured), interleaved rounds (--repeat N, at
-   least 2): the best and the median of each, and each round's ratio.
+   least 2): the best and the median of each, and each round's ratio; then
+   Amdahl's bound from -j 1's medians with one job and with all of them (the
+   fixed part every process pays, start-up and first-job costs, against the
+   per-job time: `print_many_bound`).
    `--many-instructions` also runs both under valgrind (cachegrind) and prints
    -j 1's instructions over those on -j 2's critical path (its busiest worker's,
    which valgrind counts from this process's start): what the ratio would be if
@@ -268,6 +271,7 @@ def section_many(args, material, report: dict) -> None:
         dirs.append(str(d))
     rounds = max(2, args.repeat)
     walls: dict[int, list[float]] = {1: [], 2: []}
+    alone: list[float] = []  # -j 1 on the first job only: the start-up and one job
     outs: dict[int, str] = {}
     for _round in range(rounds):  # interleaved: a slow spell of the machine hits both
         for j in (1, 2):
@@ -275,6 +279,7 @@ def section_many(args, material, report: dict) -> None:
             walls[j].append(r["wall"])
             outs[j] = r["out"]
             print(f"-j {j}: {r['wall']:.2f} s wall, CPU {r['cpu']:.1f} s", flush=True)
+        alone.append(rulekit("-j", "1", dirs[0], pin=False)["wall"])
     same = json.loads(outs[1]) == json.loads(outs[2])
     best = {j: min(w) for j, w in walls.items()}
     med = {j: median(w) for j, w in walls.items()}
@@ -284,8 +289,26 @@ def section_many(args, material, report: dict) -> None:
                       "round_speedups": pairs}
     print(f"speed-up -j 2 vs -j 1 (best of {rounds}): {best[1] / best[2]:.2f}x; medians: {med[1] / med[2]:.2f}x; "
           f"each round: {', '.join(f'{x:.2f}' for x in pairs)}; results identical: {same}")
+    print_many_bound(len(dirs), med[1], median(alone), report)
     if args.many_instructions:
         section_many_instructions(args, dirs, report)
+
+
+def print_many_bound(n: int, all_jobs: float, one_job: float, report: dict) -> None:
+    """Amdahl's bound for -j 2 from -j 1's own medians: a later job takes J = (all n jobs -
+    one job) / (n - 1); the rest of the one-job run, F = one job - J (the start-up and
+    what a process's first job costs more: cold regex and lazy state), is paid before
+    and beside the work by every process that attributes, so the best 2 workers can do
+    is F + ceil(n / 2) J, and no better however the jobs are shared out."""
+    if n < 2:
+        return
+    per_job = (all_jobs - one_job) / (n - 1)
+    fixed = one_job - per_job
+    bound = all_jobs / (fixed + -(-n // 2) * per_job)
+    report["many"].update({"median_one_job": one_job, "per_job": per_job, "fixed": fixed, "bound": bound})
+    print(f"-j 1 medians: one job {one_job:.2f} s, all {n} {all_jobs:.2f} s: a later job {per_job:.3f} s, "
+          f"the fixed part (start-up, first-job costs) {fixed:.3f} s; the most -j 2 can gain over -j 1 "
+          f"with that fixed part (Amdahl): {bound:.2f}x")
 
 
 def section_many_instructions(args, dirs: list[str], report: dict) -> None:
