@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import RulekitError, Severity
 from rulekit.engine.jobrun import attribute_dir
+from rulekit.executors.allocator import keep_chunk_memory
 from rulekit.executors.deadline import JobTimeout, call_with_deadline
 from rulekit.extract.parallel import usable_cores
 
@@ -172,7 +173,9 @@ def run_job(engine: Any, job: Task, with_trace: bool = False, timeout: float | N
             render: Callable[[dict[str, Any]], str] | None = None) -> JobOutcome:
     """Attribute one job attempt under the time limit; every failure becomes the outcome's error.
     `progress` is handed to `attribute_dir` (bytes extracted); `stuck` to `call_with_deadline`;
-    `render(result)`, when given, fills the outcome's `text` (not timed: it is the caller's work)."""
+    `render(result)`, when given, fills the outcome's `text` (not timed: it is the caller's work).
+    The process's allocator keeps the memory of the chunks it reads (`allocator`)."""
+    keep_chunk_memory()
     t0, c0 = time.perf_counter(), time.thread_time()
     try:
         result = call_with_deadline(lambda: job.run(engine, with_trace, progress), timeout, stuck, grace=grace)
