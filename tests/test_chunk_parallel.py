@@ -331,3 +331,99 @@ def test_much_news_with_large_answers_does_not_hang(engine, tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("parallel_scan hangs when a task carries much news")
     assert done.returncode == 0 and done.stdout.startswith("ok"), done.stderr[-2000:]
+
+
+LINE_ONLY_CORPUS = {
+    "s.toml": """
+        [[symptom]]
+        name = "WORD_SEEN"
+        rank = 10
+        outcome = "application"
+        sub_domain = "code"
+        blame = "workload"
+    """,
+    "acc.py": """
+        from rulekit.plugin import Accumulator, EventSpec, accumulator_def
+
+        def _word(line):
+            return line.split("WORD ")[1].split()[0]
+
+        @accumulator_def(name="Pure", author="t", trigger_re=r"WORD \\w+", max_lines=0, symptoms=["WORD_SEEN"])
+        class Pure(Accumulator):
+            # no event for 'skip', else one per word: most triggers are the same evidence again
+            def __init__(self, ctx, line, match):
+                self.word = _word(line)
+            def finalize(self):
+                return [] if self.word == "skip" else [
+                    EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"word": self.word})]
+
+        @accumulator_def(name="Numbered", author="t", trigger_re=r"WORD num", max_lines=0, symptoms=["WORD_SEEN"])
+        class Numbered(Accumulator):
+            # reads its line's number in the file: a worker cannot know it
+            def __init__(self, ctx, line, match):
+                self.at = ctx.line_num // 50
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"block": self.at})]
+
+        @accumulator_def(name="OwnLine", author="t", trigger_re=r"WORD own", max_lines=0, symptoms=["WORD_SEEN"])
+        class OwnLine(Accumulator):
+            # names a line of its own
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"n": 1}, line_num=7)]
+
+        @accumulator_def(name="Twice", author="t", trigger_re=r"WORD twice", max_lines=0, symptoms=["WORD_SEEN"])
+        class Twice(Accumulator):
+            # two events of one trigger, the second new evidence every time
+            def __init__(self, ctx, line, match):
+                self.step = line.split("step ")[1]
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"n": 1}),
+                        EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"step": self.step})]
+
+        @accumulator_def(name="Broken", author="t", trigger_re=r"WORD boom", max_lines=0, symptoms=["WORD_SEEN"])
+        class Broken(Accumulator):
+            def finalize(self):
+                raise ValueError("finalize broke")
+    """,
+}
+
+
+def _line_only_job(tmp: Path, seed: int) -> Path:
+    rng = random.Random(seed)
+    dest = tmp / f"line-only-{seed}"
+    shutil.copytree(REPO / "examples" / "xid149-nvlink", dest)
+    words = ["alpha", "beta", "skip", "num", "own", "twice", "boom", "gamma"]
+    lines = []
+    for i in range(4000):
+        if rng.random() < 0.3:
+            stamp = f"2026-06-01 03:{i // 60 % 60:02d}:{i % 60:02d} " if rng.random() < 0.6 else ""
+            lines.append(f"{rng.randrange(8)}: {stamp}WORD {rng.choice(words)} step {i}")
+        else:
+            lines.append(f"2026-06-01 03:{i // 60 % 60:02d}:{i % 60:02d} iteration {i} | loss 1.8")
+    (dest / "applog" / "train.log").write_text("\n".join(lines) + "\n")
+    return dest
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_line_only_accumulators_in_workers_store_the_same_events(make_corpus, tmp_path, seed, monkeypatch, counted):
+    """The trigger of an accumulator that reads its line alone is run by the scan worker
+    (`WorkerHits._line_only`): one that makes no event, or one event past its cap, is left
+    out there and counted into the same `event_repeats` rows; one reading its line's
+    number, naming a line of its own, making two events or raising goes whole to
+    extraction.  Stored events, repeats, rule errors: the serial scan's."""
+    engine = load_corpus([make_corpus(LINE_ONLY_CORPUS)]).engine
+    job = _line_only_job(tmp_path, seed)
+    caps = {"repeat_cap": 3, "group_cap": 40}
+    serial = _stored_events(engine, job, 0, monkeypatch, **caps)
+    assert not counted
+    chunked = _stored_events(engine, job, 2, monkeypatch, **caps)
+    assert counted.count("left out") > 100  # Pure's triggers past their cap, counted in the workers
+    assert chunked == serial
+    events = [row for row in serial if row[0] != "repeats"]
+    for word in ("alpha", "num", "own", "twice"):  # Pure's, Numbered's, OwnLine's and Twice's events were stored
+        assert any(f"WORD {word} " in row[4] for row in events)
+    assert any(row[3] == 7 and "WORD own " in row[4] for row in events)  # at the line OwnLine named
+    assert sum(row[6] for row in serial if row[0] == "repeats") > 100  # the evidence past its caps, counted
+    whole = [_attribute(engine, job, w, monkeypatch, SMALL_CHUNK) for w in (0, 2)]
+    assert whole[0] == whole[1]
+    assert "finalize broke" in whole[0]  # the broken rule's error, reported once either way

@@ -109,6 +109,23 @@ class AccumulatorContext:
     job: JobInfo
 
 
+class LineNumUnknown(Exception):
+    """A line-only accumulator read `ctx.line_num` where it is not known (a scan worker)."""
+
+
+class _WorkerContext(AccumulatorContext):
+    """An `AccumulatorContext` in a chunk-scan worker, which cannot know a line's number in
+    its file (only in its chunk): reading `line_num` raises `LineNumUnknown`, and the hit
+    goes whole to extraction, which runs the accumulator with the number."""
+
+    def __init__(self, rule: str, source: str, node: str | None, rank: int | None, job: JobInfo):
+        self.rule, self.source, self.node, self.rank, self.job = rule, source, node, rank, job
+
+    @property
+    def line_num(self) -> int:  # type: ignore[override]
+        raise LineNumUnknown(self.rule)
+
+
 @dataclass
 class AttributionState:
     engine: RuleEngine
@@ -417,8 +434,9 @@ class ExtractionPhase:
     def _admit(self, group: tuple, key: tuple, tell: bool) -> bool:
         """Whether one more event of `key` (in `group`) is stored, counted in if so (False:
         past a cap, only counted in its group's repeats).  `tell`: the keys and groups
-        reaching their cap now are news for scan workers (extractor hits, which they
-        leave out; an accumulator's events they never see)."""
+        reaching their cap now are news for scan workers (extractor hits and line-only
+        accumulators' events, which they leave out; the events of an accumulator that
+        reads following lines they never see)."""
         kept = self._kept.get(key, 0)
         in_group = self._group_kept.get(group, 0)
         if kept >= self.repeat_cap or in_group >= self.group_cap:
@@ -491,7 +509,7 @@ class ExtractionPhase:
             return ts
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
             # (without an `_ActiveAccumulator`: thousands of such triggers in a long log)
-            self.finalize(rule.name, instance, oc, node, line_num, ts, line, rank, carried)
+            self.finalize(rule.name, instance, oc, node, line_num, ts, line, rank, carried, tell=True)
             return ts
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried
@@ -501,32 +519,59 @@ class ExtractionPhase:
         return ts
 
     def finalize(self, rule: str, instance: Any, oc: int, node: str | None, line_num: int, ts: str | None,
-                 datum: str, rank: int | None, carried: str | None) -> None:
+                 datum: str, rank: int | None, carried: str | None, tell: bool = False) -> None:
         """Add the events of an accumulator's `finalize()` (`add_spec`); one that raises is
-        the rule's error, and none of its events is added."""
+        the rule's error, and none of its events is added.  `tell`: a line-only
+        accumulator's, whose capped evidence scan workers leave out (`line_only_groups`)."""
         try:
             specs = list(instance.finalize() or ())
         except Exception as e:  # reported; the accumulator emits nothing
             self.errors.append(rule_error(rule, e))
             return
         for spec in specs:
-            self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried)
+            self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried, tell)
 
-    def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
-                 ts: str | None, datum: str, rank: int | None = None, carried: str | None = None) -> None:
-        """Add an accumulator's event: its fields, with the trigger line's `rank` (unless
-        it set one) and, when neither it nor the line has a timestamp, the `carried` one.
-        The same evidence again (rule, event type, symptom, node, the fields it found,
-        whatever the rank or carried timestamp) is capped as an extractor's is."""
+    def spec_group(self, spec: EventSpec, rule: str, default_node: str | None) -> tuple[str | None, str | None, tuple, tuple]:
+        """(node, symptom, group, key) of an accumulator's event: what it says and the cap
+        keys it counts in (its evidence: the fields it found)."""
         node = spec.node if spec.node is not None else default_node
         if spec.node is not None:
             node = self.engine.config.canonical_node(spec.node)
         symptom = self.engine.registry.canonical(spec.symptom) if spec.symptom else None
-        etype = event_type_name(spec.type)
+        group = (rule, event_type_name(spec.type), symptom, node)
+        return node, symptom, group, (*group, _evidence_key(spec.fields))
+
+    def line_only_groups(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, rank: Any,
+                         host: Any, ts: str | None) -> list[tuple[tuple, tuple, str | None]] | None:
+        """For a scan worker: the (group, key, timestamp) of each event a line-only accumulator
+        (`max_lines < 1`) makes of its trigger line, as `_start_accumulator` and `add_spec`
+        would make them ([]: none), or None when a worker cannot tell (the rule raised or
+        read the line's number, or an event names its own line): then extraction runs it."""
+        node = self._node_of(obs, line, rank, host)
+        try:
+            instance = rule.factory(_WorkerContext(rule.name, obs.source, node, rank, self.job), line, caps)
+            specs = list(instance.finalize() or ())
+            out = []
+            for spec in specs:
+                if spec.line_num is not None:
+                    return None
+                out.append((*self.spec_group(spec, rule.name, node)[2:], spec.timestamp or ts))
+            return out
+        except Exception:  # noqa: BLE001 - LineNumUnknown, or the rule's error: reported by extraction
+            return None
+
+    def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
+                 ts: str | None, datum: str, rank: int | None = None, carried: str | None = None,
+                 tell: bool = False) -> None:
+        """Add an accumulator's event: its fields, with the trigger line's `rank` (unless
+        it set one) and, when neither it nor the line has a timestamp, the `carried` one.
+        The same evidence again (rule, event type, symptom, node, the fields it found,
+        whatever the rank or carried timestamp) is capped as an extractor's is."""
+        node, symptom, group, key = self.spec_group(spec, rule, default_node)
+        etype = group[1]
         ts = spec.timestamp or ts
         line_num = spec.line_num if spec.line_num is not None else line_num
-        group = (rule, etype, symptom, node)
-        if not self._admit(group, (*group, _evidence_key(spec.fields)), False):
+        if not self._admit(group, key, tell):
             self._left_out(oc, group, line_num, ts)
             return
         fields = dict(spec.fields)

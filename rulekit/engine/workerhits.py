@@ -15,8 +15,13 @@ timestamp), never one it would have stored.  Those are most of the hits of a lon
 log, and for them the worker reads no carried timestamp and sends no captures,
 and extraction neither decodes their lines nor builds their events nor counts
 them one by one.  The key and group come from the phase's own `resolved` (the code
-`_emit` runs), so they cannot differ.  Runs in the forked worker; depends on the
-phase only through `resolved` and `emit_plan`.
+`_emit` runs), so they cannot differ.  The trigger of an accumulator that reads its
+line alone (`max_lines < 1`: an extractor written in Python) is run here too, by
+the phase's own `line_only_groups` (the code `_start_accumulator` and `add_spec`
+run), and left out when it makes no event or its one event is past its cap; one
+that reads following lines runs in extraction, on every trigger.  Runs in the
+forked worker; depends on the phase only through `resolved`, `emit_plan` and
+`line_only_groups`.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from rulekit.rules.model import AccumulatorRule
 # the first of them; its facts entry is (count, first line, last line, last timestamp, its line), lines from
 # the chunk's first (0), the timestamp the last truthy one (None, line -1: none)
 LEFT_OUT = -1
+LINE_ONLY = object()  # the plan of an accumulator that reads its trigger line alone (`max_lines < 1`)
 MAX_PAST = 200_000  # evidence past its cap remembered at most (then forgotten at once)
 
 
@@ -62,23 +68,42 @@ class WorkerHits:
 
     def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's
-        entry is given (`GroupCounts.add`)."""
+        entry is given (`GroupCounts.add`); a line-only accumulator's trigger: `_line_only`."""
         idx, caps = hit[2], hit[3]
+        plan = self._plans[idx]
+        if plan is None:
+            rule = self.rules[idx]
+            if isinstance(rule, AccumulatorRule):  # one reading following lines runs in extraction, on every trigger
+                plan = self._plans[idx] = LINE_ONLY if rule.max_lines < 1 else False
+            else:
+                plan = self._plans[idx] = self.phase.emit_plan(rule)
+        if plan is False:
+            return None
+        if plan is LINE_ONLY:
+            return self._line_only(hit, line, rank, host, ts, num)
         memo = (idx, tuple(caps.values()), rank, host)
         group = self._past.get(memo)
         if group is None:
-            plan = self._plans[idx]
-            if plan is None:
-                isacc = isinstance(self.rules[idx], AccumulatorRule)  # (an accumulator runs in extraction, on every trigger)
-                plan = self._plans[idx] = False if isacc else self.phase.emit_plan(self.rules[idx])
-            if plan is False:
-                return None
             _values, _symptom, _node, group, key, _rank = self.phase.resolved(plan, self.obs, line, caps, rank, host)
             if key not in self.keys and group not in self.groups:
                 return None
             if len(self._past) >= MAX_PAST:
                 self._past.clear()
             self._past[memo] = group
+        return self._counts.add(hit, group, ts, num)
+
+    def _line_only(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
+        """A line-only accumulator's trigger (`max_lines < 1`): run here as extraction would
+        run it (`phase.line_only_groups`); left out when it makes no event, or one event
+        past its cap (counted as an extractor hit's), else sent whole."""
+        got = self.phase.line_only_groups(self.rules[hit[2]], self.obs, line, hit[3], rank, host, ts)
+        if got is None or len(got) > 1:
+            return None
+        if not got:
+            return ()  # no event: nothing to send
+        group, key, ts = got[0]
+        if key not in self.keys and group not in self.groups:
+            return None
         return self._counts.add(hit, group, ts, num)
 
 
