@@ -380,6 +380,25 @@ LINE_ONLY_CORPUS = {
                 return [EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"n": 1}),
                         EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"step": self.step})]
 
+        UNPICKLABLE = lambda: 1  # the same value in every event's fields, which pickle cannot take:
+        # its key is never news for the workers (sending it would stop the scan)
+
+        class Word:  # a value of the rule's own class
+            def __init__(self, w):
+                self.w = w
+            def __eq__(self, other):
+                return isinstance(other, Word) and other.w == self.w
+            def __hash__(self):
+                return hash(self.w)
+            def __str__(self):
+                return self.w
+
+        @accumulator_def(name="Boxed", author="t", trigger_re=r"WORD beta", max_lines=0, symptoms=["WORD_SEEN"])
+        class Boxed(Accumulator):
+            def finalize(self):
+                return [EventSpec(type="bad_node", symptom="WORD_SEEN", fields={"word": Word("beta")}),
+                        EventSpec(type="interesting", symptom="WORD_SEEN", fields={"f": UNPICKLABLE})]
+
         @accumulator_def(name="Broken", author="t", trigger_re=r"WORD boom", max_lines=0, symptoms=["WORD_SEEN"])
         class Broken(Accumulator):
             def finalize(self):

@@ -571,7 +571,7 @@ class ExtractionPhase:
         etype = group[1]
         ts = spec.timestamp or ts
         line_num = spec.line_num if spec.line_num is not None else line_num
-        if not self._admit(group, key, tell):
+        if not self._admit(group, key, tell and _plain_key(key)):
             self._left_out(oc, group, line_num, ts)
             return
         fields = dict(spec.fields)
@@ -583,6 +583,17 @@ class ExtractionPhase:
         m.add(m.row(self.context_id, etype, rule, oc, ts, line_num,
                     spec.datum if spec.datum is not None else datum, node, symptom, fields))
         self.added += 1
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain_key(key: tuple) -> bool:
+    """Whether an accumulator's cap key can travel to a scan worker as news: its evidence
+    is text, or values of plain types (a rule may put anything in its fields; a value
+    that cannot be pickled would stop the scan)."""
+    evidence = key[-1]
+    return isinstance(evidence, str) or all(isinstance(v, _PLAIN) for _k, v in evidence)
 
 
 def _evidence_key(fields: Mapping[str, Any]) -> Any:
