@@ -175,7 +175,7 @@ class PlainCarry:
         if lo < start:
             m = _LAST_CLOCK.match(chunk, lo, start)
             if m is not None:
-                ls = chunk.rfind(b"\n", lo, m.end()) + 1
+                ls = chunk.rfind(b"\n", 0, m.end()) + 1  # (the clock's whole line)
                 le = chunk.find(b"\n", m.end(), start)
                 self._pending.append(chunk[ls:le if le >= 0 else start])
                 if len(self._pending) > self.MAX_PENDING:

@@ -41,7 +41,7 @@ from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.hitfacts import INHERIT, TimeCarry
+from rulekit.extract.hitfacts import INHERIT, Tail, TimeCarry, next_tail, resolve_tail
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
@@ -290,16 +290,17 @@ class ExtractionPhase:
         hits the worker knew to be past their cap come as one entry per group, at its
         first such hit, with what they add to its `event_repeats` row."""
         inherited = None  # with facts: the carried timestamp where the chunk starts
+        tail = b""  # with facts: what a window may reach of the file before the chunk (`next_tail`)
         for chunk, hits, got in scanned:
             first = line_base  # the chunk's first line
-            carry.new_chunk()
+            carry.new_chunk(chunk)
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
             if got is not None:  # (the worker counted the lines too)
-                facts, lines, after, newlines = got
+                facts, lines, after, newlines, last_end = got
             else:
                 facts = lines = None
-                after, newlines = INHERIT, -1
+                after, newlines, last_end = INHERIT, -1, -1
             counted_pos, counted_line = 0, line_base
             for k, (start, end, idx, caps) in enumerate(hits):
                 if lines is not None:
@@ -315,8 +316,8 @@ class ExtractionPhase:
                 f = None
                 if facts is not None:
                     f = facts[k]
-                    if f[3] is INHERIT:
-                        f = (f[0], f[1], f[2], inherited, f[4])
+                    if f[3] is INHERIT or type(f[3]) is Tail:
+                        f = (f[0], f[1], f[2], resolve_tail(f[3], tail, self.year, inherited), f[4])
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
                     ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
@@ -325,8 +326,9 @@ class ExtractionPhase:
                     ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f)
                 if f is None:
                     carry.saw(ts, end)
-            if after is not INHERIT:
-                inherited = after
+            if facts is not None:
+                inherited = resolve_tail(after, tail, self.year, inherited)
+                tail = next_tail(tail, chunk, last_end)
             line_base = first + newlines if lines is not None else counted_line + chunk.count(b"\n", counted_pos)
             if progress:
                 progress(len(chunk))

@@ -40,7 +40,7 @@ MAX_PAST = 200_000  # evidence past its cap remembered at most (then forgotten a
 
 class WorkerHits:
     """`annotate` for `parallel_scan`: (chunk, hits, news) -> (hits sent, (facts, their lines in the
-    chunk, carried after, the chunk's newlines)) (`chunk_facts`)."""
+    chunk, carried after, the chunk's newlines, its last hit line's end)) (`chunk_facts`)."""
 
     def __init__(self, phase: Any, obs: Any, rules: Sequence[Any], year: int | None, hosts: bool):
         self.phase = phase
@@ -63,8 +63,8 @@ class WorkerHits:
         if self.keys or self.groups:
             self._counts = GroupCounts()
             leave_out = self._leave_out
-        sent, facts, lines, after, newlines = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
-        return sent, (facts, lines, after, newlines)
+        sent, facts, lines, after, newlines, last_end = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
+        return sent, (facts, lines, after, newlines, last_end)
 
     def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's

@@ -7,8 +7,13 @@ shows); a chunk-parallel scan worker (`rulekit.extract.parallel`) computes them
 for all of a chunk's hits at once (`chunk_facts`), in the same order with the
 same functions, so what extraction does with either cannot differ.  The one
 thing a worker cannot know is the carried timestamp of a hit with no stamped
-line before it in its own chunk: that is `INHERIT`, resolved by the caller from
-the chunks before.  Pure functions of bytes; no rules, no events, no I/O.
+line before it in its own chunk: that is `INHERIT` (the value the chunks before
+leave), or `Tail(n)` when the hit's window runs into the chunk before and its
+part in this chunk holds no clock (the last `n` bytes before the chunk decide),
+resolved by the caller (`resolve_tail`, `next_tail`).  The carried timestamp is
+the same whatever the chunks (tests/test_carried_across_chunks.py): a hit's window
+is its `LOOKBACK` bytes before it, back to the previous hit's line, across chunk
+boundaries.  Pure functions of bytes; no rules, no events, no I/O.
 """
 from __future__ import annotations
 
@@ -25,6 +30,62 @@ INHERIT = False  # "the carried timestamp from before this chunk" (a value is a 
 Facts = tuple  # (own timestamp, uptime, rank, carried timestamp | INHERIT | None, printing host)
 
 
+class Tail:
+    """A worker's carried timestamp for a hit whose window (its `LOOKBACK` bytes before it,
+    back to the previous hit's line) runs into the chunk before and found no clock in
+    this chunk: the last clock line among the last `n` bytes the caller kept of the
+    file before the chunk (`TimeCarry.tail`), if it parses, else INHERIT's value.
+    Resolved by the caller (`resolve_tail`), which has those bytes."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tail) and other.n == self.n
+
+    def __hash__(self) -> int:
+        return hash(("Tail", self.n))
+
+    def __reduce__(self):
+        return Tail, (self.n,)
+
+
+def resolve_tail(carried: Any, tail: bytes, year: int | None, inherited: Any) -> Any:
+    """A worker's carried value with the file's bytes before its chunk at hand: `Tail(n)`
+    is the last clock line of `tail`'s last `n` bytes, if it parses, else `inherited`;
+    INHERIT is `inherited`; any other value is itself."""
+    if carried is INHERIT:
+        return inherited
+    if isinstance(carried, Tail):
+        raw = _last_clock_line(tail, max(0, len(tail) - carried.n), len(tail)) if tail else None
+        if raw is not None:
+            ts = timestamp_of(decode_line(raw), year)[0]
+            if ts:
+                return ts
+        return inherited
+    return carried
+
+
+def next_tail(tail: bytes, chunk: bytes, last_end: int) -> bytes:
+    """What a window may still reach of the file before the next chunk, after `chunk`:
+    its bytes after its last hit line (`last_end`, -1: no hit in it) or, with no hit,
+    `tail` and all of it; the last `LOOKBACK` bytes of that, from the start of the line
+    they begin in (a clock line is read whole)."""
+    if last_end >= 0:
+        buf, floor = chunk, last_end
+    elif tail and len(chunk) < LOOKBACK:
+        buf, floor = tail + chunk, 0
+    else:
+        buf, floor = chunk, 0
+    lo = max(floor, len(buf) - LOOKBACK)
+    if lo > floor:
+        nl = buf.rfind(b"\n", floor, lo)
+        lo = nl if nl >= 0 else floor
+    return buf[lo:]
+
+
 class TimeCarry:
     """The last timestamp seen before a position of one observation.
 
@@ -35,21 +96,37 @@ class TimeCarry:
     hits past their cap, which ask nothing, cost nothing here.  The value is the
     same as finding and parsing at every step: the newest stretch's line that
     parses wins, else the value before it.  A chunk's stretches are resolved
-    before the next chunk (`new_chunk`): none outlives the chunk it points into."""
+    before the next chunk (`new_chunk`): none outlives the chunk it points into.
+    Given the chunks (`new_chunk(chunk)`), it keeps what a window of the next chunk's
+    first hit may reach of the file before (`tail`), searched as part of that hit's
+    stretch when the stretch's part in the chunk holds no clock."""
 
     MAX_PENDING = 64  # stretches held unsearched at most
 
     def __init__(self, year: int | None, start: Any = None):
         self.year = year
         self._ts: Any = start  # None, or INHERIT in a worker that has not seen its chunk's first stamp
-        self._pending: list[tuple[bytes, int, int]] = []  # stretches (chunk, lo, start) since `_ts`, oldest first
+        # stretches (chunk, lo, start, before) since `_ts`, oldest first; `before`: for the first stretch
+        # of a chunk whose window runs into the file before it, where in `tail` the window starts
+        # (`tail[before:]` is searched when the stretch's own part holds no clock: the two are one
+        # stretch), or, in a worker (which has not got those bytes), a `Tail` to hand back; else None
+        self._pending: list[tuple[bytes, int, int, Any]] = []
         self._pos = 0
+        self._hit = False  # a hit passed in this chunk (a window cannot reach before its line)
+        self.tail = b""  # the file before this chunk that a window may still reach (`next_tail`)
+        self._chunk: bytes | None = None
+        self._last_end = -1
 
     @property
     def ts(self) -> str | None:
         if self._pending:
-            for chunk, lo, start in reversed(self._pending):
+            for chunk, lo, start, before in reversed(self._pending):
                 raw = _last_clock_line(chunk, lo, start)
+                if raw is None and before is not None:
+                    if isinstance(before, Tail):  # a worker: the caller searches the bytes before
+                        self._ts = before
+                        break
+                    raw = _last_clock_line(self.tail, before, len(self.tail))
                 if raw is not None:
                     ts = timestamp_of(decode_line(raw), self.year)[0]
                     if ts:
@@ -58,19 +135,37 @@ class TimeCarry:
             self._pending.clear()
         return self._ts
 
-    def new_chunk(self) -> None:
+    def new_chunk(self, chunk: bytes | None = None) -> None:
+        """The next chunk of the observation starts (`chunk`: it, to keep what a window of
+        its first hit may reach of the one before; None: chunks are not continued)."""
         if self._pending:
             _ = self.ts  # (the stretches point into the chunk that ends here)
+        if chunk is not None:
+            if self._chunk is not None:
+                self.tail = next_tail(self.tail, self._chunk, self._last_end)
+            self._chunk = chunk
         self._pos = 0
+        self._hit = False
+        self._last_end = -1
+
+    def _first_window(self, chunk: bytes, start: int) -> Any:
+        """What the first stretch of a chunk reaches before it (see `_pending`), or None."""
+        if start >= LOOKBACK:
+            return None
+        if self._ts is INHERIT or isinstance(self._ts, Tail):  # a worker's: the caller has the bytes
+            return Tail(LOOKBACK - start)
+        return max(0, len(self.tail) - (LOOKBACK - start)) if self.tail else None
 
     def advance(self, chunk: bytes, start: int) -> None:
         """Pass the stretch before a hit starting at `start` of `chunk` (no search yet)."""
         lo = max(self._pos, start - LOOKBACK)
-        if lo < start:
-            self._pending.append((chunk, lo, start))
+        before = None if self._hit else self._first_window(chunk, start)
+        if lo < start or before is not None:
+            self._pending.append((chunk, lo, start, before))
             if len(self._pending) > self.MAX_PENDING:
                 _ = self.ts
         self._pos = max(self._pos, start)
+        self._hit = True
 
     def before(self, chunk: bytes, start: int) -> str | None:
         """The carried timestamp for a hit starting at `start` of `chunk`."""
@@ -83,6 +178,8 @@ class TimeCarry:
             self._ts = ts
             self._pending.clear()
         self._pos = max(self._pos, end)
+        self._hit = True
+        self._last_end = max(self._last_end, end)
 
     def hit_line(self, chunk: bytes, start: int, end: int, ts: str | None) -> None:
         """A hit's line `chunk[start:end]` and its own timestamp: `advance` to it when it has
@@ -97,18 +194,25 @@ class TimeCarry:
             lo = start - LOOKBACK
             if lo < pos:
                 lo = pos
-            if lo < start:
-                self._pending.append((chunk, lo, start))
+            before = None if self._hit else self._first_window(chunk, start)
+            if lo < start or before is not None:
+                self._pending.append((chunk, lo, start, before))
                 if len(self._pending) > self.MAX_PENDING:
                     _ = self.ts
         if end > self._pos:
             self._pos = end
+        self._hit = True
+        if end > self._last_end:
+            self._last_end = end
 
 
 def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
-    """The line of `chunk[lo:start]`'s last clock, or None: the line the first version
-    cut around one backtracking "anything, then a clock" match (its start may lie
-    before `lo`; tests/test_linectx_timestamps.py holds that version).  Found by
+    """The line of `chunk[lo:start]`'s last clock, or None: the whole line, from its start
+    in `chunk` (which may lie before `lo`: a window that starts inside the line), the
+    line the first version cut around one backtracking "anything, then a clock" match
+    (tests/test_linectx_timestamps.py holds that version; the first version took a line
+    starting before `lo` from the chunk's start, so what it found depended on where the
+    chunk began).  Found by
     searching the stretch reversed, in blocks from its end growing 4x (a clock reads
     the same reversed; the first one found is the last one): the backtracking search
     costs ~140 instructions a byte, this ~20, and stops at the first clock from the end."""
@@ -118,7 +222,7 @@ def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
         m = _CLOCK.search(chunk[b:e][::-1])
         if m is not None:
             end = e - (m.start() - 2)  # where the clock ends in `chunk`
-            ls = chunk.rfind(b"\n", lo, end) + 1
+            ls = chunk.rfind(b"\n", 0, end) + 1
             le = chunk.find(b"\n", end, start)
             return chunk[ls:le if le >= 0 else start]
         if b == lo:
@@ -129,10 +233,11 @@ def _last_clock_line(chunk: bytes, lo: int, start: int) -> bytes | None:
 
 def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bool = True,
                 leave_out: Callable[[tuple, str, Any, Any, Any, int], tuple | None] | None = None
-                ) -> tuple[list, list, list, Any, int]:
+                ) -> tuple[list, list, list, Any, int, int]:
     """(hits, their facts in hit order, their lines (newlines before them in the chunk),
-    the carried timestamp after the chunk (INHERIT: the chunk changed nothing), the
-    chunk's newlines), as extraction would read them.  Each hit's own
+    the carried timestamp after the chunk (INHERIT: the chunk changed nothing; a `Tail`:
+    the caller's bytes before the chunk decide), the chunk's newlines, where its last
+    hit line ends (-1: no hit)), as extraction would read them.  Each hit's own
     timestamp is carried from its line on, stored or not.  `hosts=False`: the host is
     not read (None; the caller's observation declares its node).  Hits of several rules
     on one line (they are in line order) share that line's facts.  `leave_out(hit,
@@ -174,4 +279,4 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: int | None, hosts: bo
         out_hits.append(h)
         out.append(f)
         lines.append(num)
-    return out_hits, out, lines, carry.ts, num + count(b"\n", pos)
+    return out_hits, out, lines, carry.ts, num + count(b"\n", pos), carry._last_end
