@@ -88,7 +88,7 @@ def test_chunk_facts_numbers_each_sent_hits_line_as_counting_would(lines, traili
         assert num == chunk.count(b"\n", 0, hit[0])
         return None if num in keep else ((hit[0], hit[1], -1, ("g",)), [1, num, num, None, -1]) if hit[2] else ()
 
-    sent, facts, nums, _after, newlines = chunk_facts(chunk, hits, 2026, True, leave_out)
+    sent, facts, nums, _after, newlines, _last_end = chunk_facts(chunk, hits, 2026, True, leave_out)
     assert len(sent) == len(facts) == len(nums)
     assert nums == [chunk.count(b"\n", 0, h[0]) for h in sent]
     assert newlines == chunk.count(b"\n")
