@@ -65,17 +65,23 @@ def _chunks(data: bytes, starts: list[int], cuts: list[int]) -> list[tuple[int, 
     return out
 
 
-def _whole(data: bytes, hits: list[tuple[int, int, bool]], year) -> list:
-    """The carried value of each asking hit, the file read as one chunk."""
-    carry, got = TimeCarry(year), []
+def _feed(carry: TimeCarry, buf: bytes, hits, year, got: list) -> None:
+    """Pass `buf`'s hits (start, end, asks) as extraction does, collecting what the asking
+    ones without a timestamp of their own carry."""
     for start, end, ask in hits:
-        own = timestamp_of(data[start:end].decode("utf-8", "replace"), year)[0]
+        own = timestamp_of(buf[start:end].decode("utf-8", "replace"), year)[0]
         if own is None:
             if ask:
-                got.append(carry.before(data, start))
+                got.append(carry.before(buf, start))
             else:
-                carry.advance(data, start)
+                carry.advance(buf, start)
         carry.saw(own, end)
+
+
+def _whole(data: bytes, hits: list[tuple[int, int, bool]], year) -> list:
+    """The carried value of each asking hit, the file read as one chunk."""
+    got: list = []
+    _feed(TimeCarry(year), data, hits, year, got)
     return got
 
 
@@ -120,16 +126,7 @@ def _check(lines, hit_rows, cut_rows, year) -> None:
     carry, got = TimeCarry(year), []
     for off, chunk in pieces:
         carry.new_chunk(chunk)
-        for start, end, ask in hits:
-            if off <= start < off + len(chunk):
-                s, e = start - off, end - off
-                own = timestamp_of(chunk[s:e].decode("utf-8", "replace"), year)[0]
-                if own is None:
-                    if ask:
-                        got.append(carry.before(chunk, s))
-                    else:
-                        carry.advance(chunk, s)
-                carry.saw(own, e)
+        _feed(carry, chunk, [(s - off, e - off, a) for s, e, a in hits if off <= s < off + len(chunk)], year, got)
     assert got == want
 
     # each chunk's facts as a worker reads them, resolved in order as extraction resolves them
