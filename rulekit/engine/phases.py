@@ -293,14 +293,15 @@ class ExtractionPhase:
         tail = b""  # with facts: what a window may reach of the file before the chunk (`next_tail`)
         for chunk, hits, got in scanned:
             first = line_base  # the chunk's first line
-            carry.new_chunk(chunk)
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
-            if got is not None:  # (the worker counted the lines too)
+            if got is not None:  # (the worker counted the lines too; the tail is kept here, below)
                 facts, lines, after, newlines, last_end = got
+                carry.new_chunk()
             else:
                 facts = lines = None
                 after, newlines, last_end = INHERIT, -1, -1
+                carry.new_chunk(chunk)
             counted_pos, counted_line = 0, line_base
             for k, (start, end, idx, caps) in enumerate(hits):
                 if lines is not None:

@@ -42,15 +42,6 @@ class Tail:
     def __init__(self, n: int):
         self.n = n
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Tail) and other.n == self.n
-
-    def __hash__(self) -> int:
-        return hash(("Tail", self.n))
-
-    def __reduce__(self):
-        return Tail, (self.n,)
-
 
 def resolve_tail(carried: Any, tail: bytes, year: int | None, inherited: Any) -> Any:
     """A worker's carried value with the file's bytes before its chunk at hand: `Tail(n)`
@@ -152,7 +143,7 @@ class TimeCarry:
         """What the first stretch of a chunk reaches before it (see `_pending`), or None."""
         if start >= LOOKBACK:
             return None
-        if self._ts is INHERIT or isinstance(self._ts, Tail):  # a worker's: the caller has the bytes
+        if self._ts is INHERIT:  # a worker's (its first hit sees the start value): the caller has the bytes
             return Tail(LOOKBACK - start)
         return max(0, len(self.tail) - (LOOKBACK - start)) if self.tail else None
 
