@@ -46,6 +46,7 @@ from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
+from rulekit.engine.storeorder import Slot, StoreOrder
 
 
 def _line_facts(into: dict[str, Any], rank: int | None, uptime: Any, obs: Observation) -> dict[str, Any]:
@@ -235,6 +236,7 @@ class ExtractionPhase:
         # are told them (`_news_for`) and leave out the hits they would be counted in
         self._capped: list[tuple[int, tuple]] = []
         self._told: dict[int, int] = {}  # worker -> how much of `_capped` it was told
+        self._order = StoreOrder(manager.add, manager.next_id)  # ids as one read of the file gives them
 
     def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
         """The node a line belongs to: declared, else its printing host (`host_name`:
@@ -272,7 +274,9 @@ class ExtractionPhase:
                 self._extract(obs, plan, scanned, oc, line_base, active, carry, progress)
         finally:
             scanned.close()  # worker processes end here, even on an error or a timeout
+            self._order.end_of_file()  # nothing held (an accumulator still running stores its events last)
         for acc in active:
+            acc.slot = None
             acc.finish(self)
         if self._repeats:
             self.manager.add_repeats([(self.context_id, oc_, rule, etype, sym, node, *agg[:4])
@@ -486,7 +490,7 @@ class ExtractionPhase:
             if c:
                 fields["carried_ts"] = c
         m = self.manager
-        m.add(m.row(self.context_id, etype, rule.name, oc, ts, line_num, line, node, symptom, fields))
+        self._order.store(m.row(self.context_id, etype, rule.name, oc, ts, line_num, line, node, symptom, fields))
         self.added += 1
         return ts
 
@@ -517,7 +521,8 @@ class ExtractionPhase:
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried
         acc.instance = instance
-        if not acc.feed_chunk(chunk, end + 1, self):
+        if not acc.feed_chunk(chunk, end + 1, self):  # it goes on in the next chunk: its events keep their place
+            acc.slot = self._order.open_slot()
             active.append(acc)
         return ts
 
@@ -583,7 +588,7 @@ class ExtractionPhase:
         if not ts and carried:
             fields.setdefault("carried_ts", carried)
         m = self.manager
-        m.add(m.row(self.context_id, etype, rule, oc, ts, line_num,
+        self._order.store(m.row(self.context_id, etype, rule, oc, ts, line_num,
                     spec.datum if spec.datum is not None else datum, node, symptom, fields))
         self.added += 1
 
@@ -627,6 +632,7 @@ class _ActiveAccumulator:
         self.instance: Any = None
         self.done = False
         self.carried: str | None = None
+        self.slot: Slot | None = None  # its place in the store order, once it runs past its trigger's chunk
 
     def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
         """Feed lines from `pos`; True when finished (opted out or max_lines).  With a
@@ -663,8 +669,12 @@ class _ActiveAccumulator:
         if self.done:
             return
         self.done = True
-        phase.finalize(self.rule.name, self.instance, self.oc, self.ctx.node, self.line_num, self.ts, self.datum,
-                       self.rank, self.carried)
+        done = partial(phase.finalize, self.rule.name, self.instance, self.oc, self.ctx.node, self.line_num, self.ts,
+                       self.datum, self.rank, self.carried)
+        if self.slot is not None:
+            phase._order.fill(self.slot, done)
+        else:
+            done()
 
 
 # ---- phase 2: filtering ----------------------------------------------------------------------------

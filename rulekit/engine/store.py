@@ -360,6 +360,10 @@ class EventManager:
         if undo is not None:
             undo[1].update(ids)
 
+    def next_id(self) -> int:
+        """The id the next row built (`row`) gets."""
+        return self._next_id
+
     def row(self, context_id: int, event_type: str, rule: str | None, obs_context_id: int | None,
             timestamp: str | None, line_num: int | None, datum: str | None, node: str | None,
             symptom: str | None, fields: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> tuple:
