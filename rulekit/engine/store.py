@@ -53,10 +53,13 @@ from dataclasses import field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from rulekit.rules.records import dataclass
+from rulekit.engine.freshdb import fresh_memory_db
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
 from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attribution pauses collections too)
+
+_EVENT_TYPES = tuple(et.value for et in EventType)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -237,9 +240,14 @@ class EventManager:
                  keep_rows: int | None = None):
         self.path = path
         self._private_dir: str | None = None
-        self.conn = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
-        self.conn.executescript(SCHEMA)
+        names = tuple(rule_names)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
+        if path is None:  # a copy of a template with the schema, the event types and these rules (`freshdb`)
+            self.conn, seeded = fresh_memory_db(SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
+            self._ids.update(seeded)
+        else:
+            self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self.conn.executescript(SCHEMA)
         self._buffer: list[tuple] = []  # rows (see EventRow)
         # rows of mirrored contexts past an extraction flush, not yet in SQLite: written when
         # SQLite is next read or changed for them (`flush()`), never when nothing asks
@@ -265,9 +273,9 @@ class EventManager:
             "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
             "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
         self.conn.execute("BEGIN")
-        for et in EventType:
-            self.lookup("event_types", et.value)
-        for name in rule_names:
+        for et in _EVENT_TYPES:  # (already there in a fresh in-memory store: found in `_ids`)
+            self.lookup("event_types", et)
+        for name in names:
             self.lookup("rules", name)
         self.conn.execute("COMMIT")
 
