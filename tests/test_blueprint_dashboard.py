@@ -19,6 +19,25 @@ from rulekit.blueprint.config import load_config
 from rulekit.blueprint.connectors.sqlite import SqliteOutput
 from rulekit.blueprint.orchestrator import Attributor, run
 
+
+class AppClient:
+    """GET requests to the dashboard app itself, through httpx's ASGI transport (what
+    starlette's TestClient does; its httpx path is deprecated for `httpx2`)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def get(self, url: str, **kw):
+        import asyncio
+
+        import httpx
+
+        async def go():
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://testserver") as c:
+                return await c.get(url, **kw)
+
+        return asyncio.run(go())
+
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -35,11 +54,9 @@ def db(tmp_path_factory, bundled):
 
 @pytest.fixture(scope="module")
 def client(db):
-    from starlette.testclient import TestClient
-
     from rulekit.blueprint.dashboard.app import create_app
 
-    return TestClient(create_app(db))
+    return AppClient(create_app(db))
 
 
 def test_json_api_has_the_same_numbers(client):
@@ -148,8 +165,6 @@ def test_incomplete_evidence_is_shown(tmp_path, db):
     import json as _json
     import sqlite3
 
-    from starlette.testclient import TestClient
-
     from rulekit.blueprint.dashboard.app import create_app
     from rulekit.blueprint.store import open_db, upsert
 
@@ -162,9 +177,9 @@ def test_incomplete_evidence_is_shown(tmp_path, db):
     con = open_db(tmp_path / "x.db")
     upsert(con, r)
     con.close()
-    page = TestClient(create_app(tmp_path / "x.db")).get("/jobs/train-0142%230").text
+    page = AppClient(create_app(tmp_path / "x.db")).get("/jobs/train-0142%230").text
     assert "Evidence incomplete" in page and "loki-eu" in page and "HTTP 503" in page
-    listing = TestClient(create_app(tmp_path / "x.db")).get("/jobs").text
+    listing = AppClient(create_app(tmp_path / "x.db")).get("/jobs").text
     assert "incomplete" in listing
 
 
