@@ -29,6 +29,22 @@ def test_a_fresh_store_is_the_store_built_from_the_schema(tmp_path):
         fresh.close()
 
 
+def test_many_rule_lists_give_the_ids_lookup_gives(tmp_path):
+    """Line tests open stores for rule lists seen once each, more of them than templates
+    are kept: each is the store built the old way."""
+    for k in range(freshdb.KEEP + 3):
+        names = [f"Rule{k}", "Shared", f"Rule{k}", f"Other{k}"]
+        built = EventManager(names, path=str(tmp_path / f"e{k}.sqlite"))
+        fresh = EventManager(names)
+        try:
+            assert _dump(fresh.conn) == _dump(built.conn)
+            assert fresh._ids == built._ids
+        finally:
+            built.close()
+            fresh.close()
+    assert len(freshdb._templates) <= freshdb.KEEP
+
+
 def test_copies_are_independent():
     a, b = EventManager(RULES), EventManager(RULES)
     try:

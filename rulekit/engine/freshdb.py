@@ -4,12 +4,15 @@ just made in ~0.03 ms, where running the schema script took ~0.6 ms and each
 lookup row (every event type and rule name a store starts with, 562 for the
 bundled corpus: 3.4 ms in all) ~5 µs more.  `rulekit test` opens one store per
 test case (841 for the bundled rules), a session one per job, the Service one per
-request (`bench/toolkit_ci.py`: `rulekit test` 1.55x faster with it).
+request (`bench/toolkit_ci.py`: `rulekit test` 1.56x faster with it).
 
-A template is built once per process, schema and seed rows (per lookup table, its
-names, inserted in order, each once: the ids the store's own `lookup` would give
-them), the few most recent kept.  A forked process builds its own (a SQLite
-connection is not to be used across `fork`).  Pure: imports nothing of rulekit.
+A template is built once per process for each list of seed rows (per lookup
+table, its names, inserted in order, each once: the ids the store's own `lookup`
+would give them) from the template of the list without its last table's rows, the
+few most recently used kept: a session's corpus-wide rule list is one copy, a line
+test's rule group (one template each, used once) a copy of the event types' one and
+a few rows.  A forked process builds its own (a SQLite connection is not to be
+used across `fork`).  Pure: imports nothing of rulekit.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from collections import OrderedDict
 
 Seeds = tuple[tuple[str, tuple[str, ...]], ...]  # (lookup table, its names in order)
 
-KEEP = 8  # templates kept (one per distinct rule list: the corpus's, a rule group's for its line tests)
+KEEP = 8  # templates kept: the schema's, the event types', the corpus's rule list, the latest line tests' groups
 
 _templates: "OrderedDict[tuple, tuple[sqlite3.Connection, dict[str, dict[str, int]]]]" = OrderedDict()
 _lock = threading.Lock()
@@ -29,30 +32,40 @@ _lock = threading.Lock()
 def fresh_memory_db(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, dict[str, int]]]:
     """(a new in-memory connection holding `schema` and the `seeds` rows, {table: {name: id}}
     of those rows: the caller's copy)."""
-    key = (os.getpid(), schema, seeds)
     with _lock:
-        got = _templates.get(key)
-        if got is None:
-            got = _templates[key] = _build(schema, seeds)
-            while len(_templates) > KEEP:
-                _templates.popitem(last=False)[1][0].close()
-        else:
-            _templates.move_to_end(key)
-        template, ids = got
+        template, ids = _template(schema, seeds)
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         template.backup(conn)
     return conn, {table: dict(names) for table, names in ids.items()}
 
 
-def _build(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, dict[str, int]]]:
+def _template(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, dict[str, int]]]:
+    """The template of `seeds` on `schema`: a copy of the one of all seeds but the last, with
+    the last one's rows (so a rule list seen once, a line test's, costs a copy and its
+    few rows, not the schema script; the shorter templates stay the most recently used)."""
+    key = (os.getpid(), schema, seeds)
+    got = _templates.get(key)
+    if got is not None:
+        _templates.move_to_end(key)
+        return got
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.executescript(schema)
     ids: dict[str, dict[str, int]] = {}
-    conn.execute("BEGIN")
-    for table, names in seeds:
+    if not seeds:
+        conn.executescript(schema)
+    else:
+        base, base_ids = _template(schema, seeds[:-1])
+        base.backup(conn)
+        ids = {table: dict(names) for table, names in base_ids.items()}
+        table, names = seeds[-1]
         known = ids.setdefault(table, {})
-        for name in names:
-            if name not in known:
-                known[name] = int(conn.execute(f"INSERT INTO {table}(name) VALUES (?)", (name,)).lastrowid)  # type: ignore[arg-type]
-    conn.execute("COMMIT")
-    return conn, ids
+        # the table holds just the `known` rows: the ids an INSERT of each new name in turn gives
+        new = [n for n in dict.fromkeys(names) if n not in known]
+        first = max(known.values(), default=0) + 1
+        conn.execute("BEGIN")
+        conn.executemany(f"INSERT INTO {table}(id, name) VALUES (?, ?)", enumerate(new, first))
+        conn.execute("COMMIT")
+        known.update(zip(new, range(first, first + len(new))))
+    got = _templates[key] = (conn, ids)
+    while len(_templates) > KEEP:
+        _templates.popitem(last=False)[1][0].close()
+    return got
