@@ -269,15 +269,18 @@ class EventManager:
         self._kept_at_checkpoint: dict[int, list[tuple]] = {}
         # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
         self._undo: dict[int, tuple[int, set[int]]] = {}
-        self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
-            "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
-            "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
-        self.conn.execute("BEGIN")
-        for et in _EVENT_TYPES:  # (already there in a fresh in-memory store: found in `_ids`)
-            self.lookup("event_types", et)
-        for name in names:
-            self.lookup("rules", name)
-        self.conn.execute("COMMIT")
+        if path is None:  # a fresh store: no events yet, and its lookup rows all there
+            self._next_id = 1
+        else:
+            self._next_id = 1 + max(int(self.conn.execute(q).fetchone()[0] or 0) for q in (
+                "SELECT MAX(id) FROM events", "SELECT MAX(id) FROM checkpoint_events",
+                "SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'events'"))
+            self.conn.execute("BEGIN")
+            for et in _EVENT_TYPES:
+                self.lookup("event_types", et)
+            for name in names:
+                self.lookup("rules", name)
+            self.conn.execute("COMMIT")
 
     # ---- lookup tables ----
     def lookup(self, table: str, name: str) -> int:
