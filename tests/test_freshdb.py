@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from types import SimpleNamespace
 
 from rulekit.engine import freshdb
 from rulekit.engine.store import SCHEMA, EventManager
@@ -68,7 +69,7 @@ def test_another_process_builds_its_own_template(monkeypatch):
     parents = {k for k in freshdb._templates if k[0] == os.getpid()}
     assert parents
     child = os.getpid() + 1
-    monkeypatch.setattr(freshdb.os, "getpid", lambda: child)
+    monkeypatch.setattr(freshdb, "os", SimpleNamespace(getpid=lambda: child))  # (freshdb's view only)
     m = EventManager(RULES)
     try:
         assert any(k[0] == child for k in freshdb._templates)
