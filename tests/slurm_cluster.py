@@ -2,16 +2,22 @@
 munge) from the Debian packages, for tests.  `start(workdir)` brings it up as
 root (munge key, MariaDB database,
 slurmdbd.conf, slurm.conf); `stop()` ends every daemon by the pid it started
-or wrote, never by name.  `unavailable()` says why it cannot run here."""
+or wrote, never by name.  `unavailable()` says why it cannot run here.
+
+The daemons use machine-wide paths (/etc/slurm, /etc/munge, port 3307), so one
+cluster runs at a time on a machine: `start()` takes an exclusive lock on
+`LOCK` (held until `stop()`), and a second test run waits for it."""
 from __future__ import annotations
 
 import os
 import shutil
 import socket
 import subprocess
+import fcntl
 import time
 from pathlib import Path
 
+LOCK = Path("/tmp/rulekit-slurm-fixture.lock")
 BINARIES = ["slurmctld", "slurmd", "slurmdbd", "sacct", "sbatch", "sacctmgr", "munged", "mysqld_safe", "mysql"]
 
 
@@ -47,11 +53,14 @@ class SlurmCluster:
         self.pidfiles: list[Path] = []
         self.procs: list[subprocess.Popen] = []
         self.log = work / "logs"
+        self._lock = None
 
     def _run(self, *cmd: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
         return subprocess.run(list(cmd), capture_output=True, text=True, check=check, timeout=60, **kw)
 
     def start(self) -> "SlurmCluster":
+        self._lock = open(LOCK, "a")
+        fcntl.flock(self._lock, fcntl.LOCK_EX)  # another run's cluster ends first
         self.log.mkdir(parents=True, exist_ok=True)
         for d in ("/etc/munge", "/run/munge", "/var/lib/munge", "/var/log/munge"):
             Path(d).mkdir(parents=True, exist_ok=True)
@@ -157,3 +166,6 @@ class SlurmCluster:
                 p.wait(15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if self._lock is not None:
+            self._lock.close()  # releases the machine-wide lock
+            self._lock = None
