@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -153,7 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     engine = load_corpus(None).engine
     scored = [score_case(engine, f, m, c) for f, m, c in picked]
     title = " ".join(args.globs + [f"collected {d}" for d in args.collected]) or "all cases"
-    print(report(scored, title))
+    try:
+        print(report(scored, title))
+    except BrokenPipeError:  # piped into head: not an error; silence the flush at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
