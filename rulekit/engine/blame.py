@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
+from rulekit.engine import locality
 from rulekit.engine.refine import DECISIVE_OUTCOMES, OutcomeDecision
 from rulekit.engine.store import Event
 from rulekit.rules.model import NODE_BLAMES
@@ -29,6 +30,7 @@ CERTAIN_BLAMES = ("node", "link")
 # outcomes that blame no node: the user's program, the time limit, a cancellation, success
 NO_FAULT_OUTCOMES = ("application", "timeout", "cancelled", "success")
 MAX_ALTERNATIVES = 4
+_CERTAIN = locality.Locality("node", True, "")
 # a hardware/network/application/infrastructure root ranked below this is weak evidence
 # (thermal slowdown, a bare non-zero exit, Xid 154 alone); scheduler states are not
 WEAK_RANK = 300
@@ -46,8 +48,28 @@ def _by_rank(reg: SymptomRegistry, symptoms: Iterable[str]) -> list[str]:
     return sorted(set(symptoms), key=lambda s: (-reg.rank(s), s))
 
 
+def resource_blames(events: list[Event], reg: SymptomRegistry, job_nodes: int) -> dict[int, locality.Locality]:
+    """event id -> the resolved blame of each remaining bad-node event whose symptom blames
+    `storage` or `service` (rulekit/engine/locality.py): `node` only with evidence that
+    the resource is the node's own, `environment` otherwise."""
+    bad = [e for e in events if e.node is not None and e.is_bad and e.symptom
+           and reg.info(e.symptom).blame in locality.RESOURCE_BLAMES]
+    if not bad:
+        return {}
+    spread = locality.nodes_per_symptom((e.symptom, e.node) for e in bad)  # type: ignore[misc]
+    return {e.id: locality.resolve(reg.info(e.symptom).blame, e.node, spread[e.symptom], job_nodes, e.fields, e.datum,  # type: ignore[arg-type,index]
+                                   e.source) for e in bad}
+
+
+def blame_of(e: Event, reg: SymptomRegistry, resolved: dict[int, locality.Locality]) -> str | None:
+    """An event's blame: its symptom's, with `storage` / `service` resolved by locality."""
+    loc = resolved.get(e.id)
+    return loc.blame if loc is not None else reg.info(e.symptom).blame if e.symptom else None
+
+
 def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDecision,
-                sort_key: Callable[[Event], tuple], node_domain: Callable[[str], str | None] = lambda n: None
+                sort_key: Callable[[Event], tuple], node_domain: Callable[[str], str | None] = lambda n: None,
+                job_nodes: int = 0, resolved: dict[int, locality.Locality] | None = None
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[str]]]:
     """(bad_nodes, affected_nodes, outranked) from the node events that remain after refinement.
 
@@ -60,7 +82,13 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     node (workload, environment, scheduler, none) is listed in affected_nodes with
     those symptoms.  When the outcome blames no node (application, timeout, cancelled,
     success) nothing is a bad node: node evidence the root outranked is returned as
-    `outranked` (node -> symptoms), for the report's interesting nodes."""
+    `outranked` (node -> symptoms), for the report's interesting nodes.  A `storage` or
+    `service` symptom blames its node only when `resolved` (see `resource_blames`) says the
+    evidence is the node's own; the entry then says why (`locality`), and an affected
+    node whose resource error was not its own says why not."""
+    if resolved is None:
+        resolved = resource_blames(events, reg, job_nodes)
+    why: dict[str, str] = {}
     blaming: dict[str, list[Event]] = {}
     other: dict[str, list[Event]] = {}
     peers: dict[str, list[Event]] = {}
@@ -76,17 +104,23 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
             continue
         if not e.is_bad or not e.symptom:
             continue
-        blame = reg.info(e.symptom).blame
+        blame = blame_of(e, reg, resolved)
+        loc = resolved.get(e.id)
+        if loc is not None:
+            why.setdefault(e.node, loc.reason)
         (blaming if blame in NODE_BLAMES else other).setdefault(e.node, []).append(e)
 
     entries: dict[str, dict[str, Any]] = {}
     for node, evs in blaming.items():
         syms = _by_rank(reg, (e.symptom for e in evs if e.symptom))
         top = reg.info(syms[0])
-        certain = any(reg.info(s).blame in CERTAIN_BLAMES for s in syms) or any(
-            e.fields.get("certain") is True for e in evs)
-        entries[node] = {"node": node, "symptoms": syms, "blame": top.blame, "action": top.action,
+        top_blame = next(blame_of(e, reg, resolved) for e in evs if e.symptom == syms[0])
+        certain = any(blame_of(e, reg, resolved) in CERTAIN_BLAMES and resolved.get(e.id, _CERTAIN).certain
+                      for e in evs) or any(e.fields.get("certain") is True for e in evs)
+        entries[node] = {"node": node, "symptoms": syms, "blame": top_blame, "action": top.action,
                          "confidence": "certain" if certain else "suspected"}
+        if node in why and any(e.id in resolved for e in evs):
+            entries[node]["locality"] = why[node]
     any_certain = any(b["confidence"] == "certain" for b in entries.values())
     if not any_certain and decision.outcome in ("network", "unknown"):
         for node, evs in peers.items():
@@ -114,7 +148,8 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     else:
         outranked = {}
     bad_nodes = [entries[n] for n in sorted(entries, key=lambda n: (n != decision.root_node, n))]
-    affected = [{"node": n, "symptoms": _by_rank(reg, (e.symptom for e in other[n] if e.symptom))}
+    affected = [{"node": n, "symptoms": _by_rank(reg, (e.symptom for e in other[n] if e.symptom)),
+                 **({"locality": why[n]} if n in why and any(e.id in resolved for e in other[n]) else {})}
                 for n in sorted(other)]
     return bad_nodes, affected, outranked
 

@@ -36,7 +36,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
-from rulekit.engine.blame import assess, blame_nodes
+from rulekit.engine.blame import assess, blame_nodes, blame_of, resource_blames
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
@@ -848,8 +848,9 @@ class ReportPhase:
             return sorted({e.symptom for e in evs if e.symptom}, key=lambda s: (-reg.rank(s), s))
 
         d = state.decision
+        resolved = resource_blames(events, reg, len(state.job.nodes))
         bad_nodes, affected_nodes, outranked = blame_nodes(events, reg, d, _sort_key,
-                                                           state.engine.config.node_domain)
+                                                           state.engine.config.node_domain, resolved=resolved)
         blamed = {b["node"] for b in bad_nodes}
         for n in outranked:  # node evidence that did not cause a no-fault outcome
             interesting.setdefault(n, [])
@@ -863,8 +864,10 @@ class ReportPhase:
             root_events.sort(key=lambda e: (e.node != d.root_node, _sort_key(e)))
             first = next((e for e in root_events if e.id == d.root_event_id), root_events[0] if root_events else None)
             info = reg.info(d.root_symptom)
+            root_blame = blame_of(first, reg, resolved) if first else info.blame
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
-                    "blame": info.blame, "action": info.action,
+                    "blame": root_blame,
+                    "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
                     "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
         confidence, alternatives = assess(d, remaining, reg)
         evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,

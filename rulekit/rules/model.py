@@ -15,7 +15,10 @@ from rulekit.diagnostics import Span
 
 OUTCOMES = ("hardware", "network", "application", "infrastructure", "cancelled", "timeout", "success", "unknown")
 # Whom a symptom implicates (docs/blame.md): only `node`, `link` and `peer` put a node in `bad_nodes`.
-BLAMES = ("node", "link", "peer", "workload", "environment", "scheduler", "none")
+# `storage` (a filesystem or disk) and `service` (prolog, container hook, driver, fabric manager):
+# `node` when the evidence shows the resource is the node's own, `environment` otherwise
+# (rulekit/engine/locality.py)
+BLAMES = ("node", "link", "peer", "storage", "service", "workload", "environment", "scheduler", "none")
 NODE_BLAMES = ("node", "link", "peer")
 # What to do about a blamed node (Xid 154's recovery action takes precedence when printed).
 ACTIONS = ("reset_gpu", "reboot", "drain_p2p", "drain_and_reset", "drain_and_rma", "check_link", "inspect", "none")

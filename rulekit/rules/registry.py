@@ -10,7 +10,7 @@ from rulekit.rules.records import dataclass
 from rulekit.rules.model import OutcomeRule, Symptom
 
 # the action a blamed node gets when neither the symptom nor its outcome rule names one
-DEFAULT_ACTION = {"node": "inspect", "link": "check_link", "peer": "inspect"}
+DEFAULT_ACTION = {"node": "inspect", "link": "check_link", "peer": "inspect", "storage": "inspect", "service": "inspect"}
 
 
 @dataclass(frozen=True)
