@@ -42,11 +42,13 @@ MISMATCH = "NCCL_FR_COLLECTIVE_MISMATCH"
 # a rank's own evidence that its program (not its node) stalled
 WORKLOAD_EVIDENCE = frozenset({
     "PYTHON_GIL_HELD", "PYTHON_STACK_DUMP", "DATALOADER_TIMEOUT", "DATALOADER_WORKER_EXITED", "DATALOADER_BUS_ERROR",
-    "PYTHON_EXCEPTION", "PYTHON_IMPORT_ERROR",
+    "PYTHON_EXCEPTION", "PYTHON_EXCEPTION_TAIL", "PYTHON_IMPORT_ERROR",
 })
 MAX_STUCK_SHOWN = 32  # stuck collectives listed in the result (all that name a culprit come first)
 MAX_PROBLEMS_SHOWN = 50
 INJECTED = "NVRX_INJECTED_"  # a resiliency test's injected fault on the rank explains its stall
+# a rank's own report that its last op failed because a peer went away (the dump marks it retired)
+PEER_ERRORS = frozenset({"NCCL_CONNECTION_CLOSED", "NCCL_REMOTE_ERROR"})
 
 
 def world_size(job):
@@ -98,6 +100,17 @@ def _device_evidence(stream, registry, nodes):
     return out
 
 
+def _peer_errors(stream):
+    """Ranks whose own log says a peer closed the connection or exited."""
+    out = set()
+    for e in stream.node_events():
+        if e.symptom in PEER_ERRORS:
+            r = rank_field(e)
+            if r is not None:
+                out.add(r)
+    return out
+
+
 def _level_of(stuck, rank):
     for name, ranks in stuck.states.items():
         if rank in ranks:
@@ -122,7 +135,7 @@ def flight_recorder_culprits(context):
     problems = [f"{d.where}: no rank (name the file <prefix><rank>)" for d in dumps if d.rank is None or d.rank < 0]
     by_where = {d.where: events.get(i) for i, d in enumerate(dumps)}
     any_event = next(iter(events.values()), None)
-    a = analyze(dumps, world_size(job))
+    a = analyze(dumps, world_size(job), _peer_errors(stream))
     verdicts = {}
     for ep in reversed(_epochs(a)):  # the latest attempt's verdict on a rank first
         ev_of = {}

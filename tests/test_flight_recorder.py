@@ -426,3 +426,85 @@ def test_a_dsl_rule_reads_the_flight_recorder_culprits(make_corpus, tmp_path):
     rows = out["collectors"]["FrCulprits"]
     assert [(r["rank"], r["node"], r["pg"], r["seq"], r["state"]) for r in rows] == [
         (3, "node0001", "1", 4, "not_reached"), (12, "node0002", "2", 4, "not_reached")]
+
+
+# ---- every dump counts; limits that were hit are said ---------------------------------------------
+
+
+def test_past_256_ranks_every_dump_counts_and_only_the_hung_rank_is_named(bundled, tmp_path):
+    """320 ranks (40 nodes), one hung: the dumps reach the analysis as data, so no
+    per-rule cap drops the ones past the 256th (which named 64 ranks on 10 nodes)."""
+    sim = Sim(world=320, tp=8, steps=2, faults={301: Fault("hang", 2)})
+    nodes = [f"node{i:04d}" for i in range(40)]
+    res = attribute_dir(bundled, write_job(tmp_path / "job", sim, nodes))
+    fr = res["collectors"]["flight_recorder"]
+    assert fr["dumps"] == 320 and fr["missing_dumps"] == []
+    assert fr["culprit_ranks"] == [301]
+    assert [b["node"] for b in res["bad_nodes"]] == ["node0037"]
+    assert "limits_hit" not in res
+
+
+def test_a_data_extractor_past_the_group_cap_is_a_limit_hit(make_corpus):
+    """Values rules read from `data` events past the per-rule cap are counted, not kept:
+    the result says so (limits_hit), since a rule reading them may decide otherwise."""
+    from rulekit.engine.session import Session
+    from rulekit.inputs.jobinfo import JobInfo
+    from rulekit.inputs.observation import Observation
+
+    corpus = make_corpus({"progress.toml": 'author = "t"\n[[extractor]]\nname = "Progress"\n'
+                                           "match_re = 'step=(?P<step>\\d+)'\n"
+                                           'emit = { type = "data", fields = { kind = "progress" } }\n'})
+    engine = load_corpus([corpus]).engine
+    with Session(engine, JobInfo(id="j", nodes=["n1"]), group_cap=3) as s:
+        s.ingest(Observation(source="applog", lines=[f"step={i} loss=1.0" for i in range(10)]))
+        res = s.attribute()
+    assert res["limits_hit"] == [{"limit": "group_cap", "value": 3, "rule": "Progress",
+                                  "what": "extractor `Progress` on n1: 7 more data event(s) past the cap were counted, "
+                                          "not kept; rules reading them saw only the first"}]
+    with Session(engine, JobInfo(id="j", nodes=["n1"])) as s:
+        s.ingest(Observation(source="applog", lines=[f"step={i} loss=1.0" for i in range(10)]))
+        assert "limits_hit" not in s.attribute()
+
+
+def test_bulk_reading_in_capped_workers_refuses_a_memo_bomb_and_reads_the_rest(tmp_path):
+    """Many files: read in worker processes under an address-space cap, without the
+    opcode walk; a memo bomb (LONG_BINPUT 2**31) is still refused, located, and the
+    other dumps are read."""
+    from rulekit.inputs.fr_bulk import can_cap, read_dump_files
+
+    if not can_cap():
+        pytest.skip("no RLIMIT_AS here")
+    dumps = Sim(world=20, tp=4, faults={7: Fault("hang", 3)}).dumps()
+    paths = write_pickle(dumps, tmp_path / "fr")
+    (tmp_path / "fr" / "nccl_trace_rank_3").write_bytes(b"\x80\x02]r\x00\x00\x00\x80.")
+    evil = tmp_path / "fr" / "nccl_trace_rank_5"
+    evil.write_bytes(pickle.dumps({"entries": [_Evil(tmp_path / "pwned")]}, protocol=2))
+    got = read_dump_files([(p, p.name) for p in paths], workers=2)
+    assert isinstance(got[3], FRDumpError) and "memo index" in got[3].message
+    assert isinstance(got[5], FRDumpError) and "refused without being run" in got[5].message
+    assert got[5].offset is not None and not (tmp_path / "pwned").exists()
+    ok = {d.rank: d for d in got if not isinstance(d, FRDumpError)}
+    assert len(ok) == 18
+    serial = {d.rank: d for d in read_dump_files([(p, p.name) for p in paths], workers=0)
+              if not isinstance(d, FRDumpError)}
+    assert {r: d.to_json() for r, d in ok.items()} == {r: d.to_json() for r, d in serial.items()}
+
+
+def test_restart_attempts_in_one_folder_are_analysed_apart():
+    """Attempt 1 hung on rank 3 (every rank dumped); attempt 2 hung on rank 0, which left
+    no dump, so rank 0's file is attempt 1's.  Mixed, rank 0's old dump would put it in
+    the collective the others wait in; split by time, attempt 2 names rank 0."""
+    first = Sim(world=4, tp=2, steps=6, faults={3: Fault("hang", 5)}).dumps()
+    second = Sim(world=4, tp=2, steps=3, faults={0: Fault("dead", 2, 1)}).dumps()
+    shift = 3_600 * 10**9  # an hour later
+    for d in second.values():
+        for e in d["entries"]:
+            e["time_created_ns"] += shift
+            for k in ("time_discovered_started_ns", "time_discovered_completed_ns"):
+                if e[k] is not None:
+                    e[k] += shift
+    mixed = {**{r: parse_dump_json(d, f"a1/{r}", r) for r, d in first.items() if r == 0},
+             **{r: parse_dump_json(d, f"a2/{r}", r) for r, d in second.items()}}
+    a = analyze(list(mixed.values()), 4)
+    assert a.culprit_ranks == [0] and a.epoch == 1 and a.missing_dumps == [0]
+    assert [e.dump_ranks for e in a.earlier] == [[0]] and a.earlier[0].culprit_ranks == []

@@ -103,6 +103,9 @@ class FRDump:
     pending: dict[int, dict[str, Any]] = field(default_factory=dict)  # entry index -> whole entry (not completed)
     # pg name -> (oldest seq kept, last completed, last started, last enqueued) of its collectives
     progress: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    # group index -> (first seq, signature ids of its collectives in seq order) when they are one
+    # entry per seq without gaps (the usual ring buffer); what mismatches are looked for in
+    runs: dict[int, tuple[int, array]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.seq)
@@ -505,6 +508,15 @@ def _progress(d: FRDump) -> None:
         done = max(done, oldest - 1)
         out[name] = [oldest, done, max(started, done), max(enq, started, done)]
     names = {i: g[0] for i, g in enumerate(d.groups)}
+    if kind is not None:
+        for g in range(len(d.groups)):
+            idx = list(compress(range(len(kind)), map((g + 1).__eq__, kind)))
+            if not idx:
+                continue
+            seqs = array("q", map(d.seq.__getitem__, idx))
+            first = seqs[0]
+            if seqs == array("q", range(first, first + len(seqs))):
+                d.runs[g] = (first, array("q", map(d.sig.__getitem__, idx)))
     for pid, st in d.pg_status.items():
         lid = _int(pid)
         g = d.local_ids.get(lid) if lid is not None else None

@@ -5,8 +5,8 @@ only those whose own progress stopped first.
    folder (a restarted job overwrites only the ranks that dump again).  Dumps
    of one attempt agree: no two of one rank; in a process group they share, no
    rank completed a collective another never enqueued; and their entries
-   overlap in time (a rank's first entry no later than a collective timeout
-   after the others' last).  Dumps are placed, latest first, into the first
+   overlap in time (no rank's first kept entry is later than every other's
+   last one: a restart begins only after its previous attempt stopped).  Dumps are placed, latest first, into the first
    epoch they agree with; each epoch is analysed alone.
 2. Per process group (PyTorch's `process_group` name and its ranks), each
    member's progress is its oldest, last completed, started and enqueued
@@ -28,6 +28,11 @@ only those whose own progress stopped first.
    collective no member lags in (all reached it, none completed it) is stuck
    *inside*: the dumps cannot single out one of its members (`undecided`, for
    the rules to settle with device evidence).
+   A rank whose own log says its last op failed because a peer closed the
+   connection (a flight recorder marks a failed op retired, like a completed
+   one) did not stop of itself: the members of that op's group that left no
+   dump did.  Groups no dump configures (gloo) get the ranks without a dump by
+   the size of their siblings (`_infer_members`).
 4. Point-to-point ops (`nccl:send 0->1`, `nccl:recv 1<-0`, group-local ranks)
    that did not complete wait for their peer when the peer left no dump or
    posted fewer matching ops; the peer is a culprit only if nothing of its own
@@ -52,7 +57,7 @@ from rulekit.inputs.flight_recorder import COMPLETED, STARTED, FRDump, sig_value
 NO_DUMP, NOT_REACHED, SCHEDULED, STARTED_L, COMPLETED_L = range(5)
 LEVEL_NAMES = ("no_dump", "not_reached", "scheduled", "started", "completed")
 MAX_MISMATCHES = 20
-DEFAULT_TIMEOUT_MS = 600_000  # a collective timeout when no entry gives one (ProcessGroupNCCL's 10 min)
+CLOCK_SKEW_NS = 1_000_000_000  # clocks of two hosts of one job may differ by this much
 
 
 def op_type(profiling_name: str) -> str:
@@ -169,12 +174,13 @@ def _members(d: FRDump, name: str) -> tuple[int, ...] | None:
 
 
 def _agree(d: FRDump, epoch: list[FRDump]) -> bool:
-    margin = max([x.timeout_ms or 0 for x in (d, *epoch)] + [DEFAULT_TIMEOUT_MS]) * 1_000_000
     last = max((x.t_last for x in epoch if x.t_last is not None), default=None)
     first = min((x.t_first for x in epoch if x.t_first is not None), default=None)
-    if d.t_first is not None and last is not None and d.t_first > last + margin:
+    # one attempt's dumps overlap in time: no rank's kept history begins after every other
+    # rank of its attempt had stopped (a restart begins after the last one stopped)
+    if d.t_first is not None and last is not None and d.t_first > last + CLOCK_SKEW_NS:
         return False
-    if d.t_last is not None and first is not None and first > d.t_last + margin:
+    if d.t_last is not None and first is not None and first > d.t_last + CLOCK_SKEW_NS:
         return False
     for e in epoch:
         if e.rank == d.rank:
@@ -270,7 +276,29 @@ def _groups(dumps: Mapping[int, FRDump], world_size: int | None) -> dict[tuple, 
         for g in groups.values():
             if g.desc == "default_pg" and not g.configured:
                 g.members.update(range(world_size))
+        _infer_members(groups, dumps, world_size)
     return groups
+
+
+def _infer_members(groups: dict[tuple, _Group], dumps: Mapping[int, FRDump], world_size: int) -> None:
+    """Members of groups no dump configures (gloo's dumps carry no `pg_config`): a rank
+    without a dump is known nowhere.  Groups of one description (TP, DP, ...) have one
+    size; a group short of it by as many ranks as there are ranks without a dump in no
+    group of that description gets them."""
+    silent = [r for r in range(world_size) if r not in dumps]
+    if not silent:
+        return
+    by_desc: dict[str, list[_Group]] = {}
+    for g in groups.values():
+        if not g.configured and g.desc and g.desc != "default_pg":
+            by_desc.setdefault(g.desc, []).append(g)
+    for desc, gs in by_desc.items():
+        size = max(len(g.members) for g in gs)
+        placed = set().union(*(g.members for g in gs))
+        free = [r for r in silent if r not in placed]
+        short = [g for g in gs if len(g.members) < size]
+        if free and len(short) == 1 and size - len(short[0].members) == len(free):
+            short[0].members.update(free)
 
 
 def _level(p: tuple[int, int, int, int] | None, seq: int, dumped: bool) -> int:
@@ -509,18 +537,56 @@ def _sigs_by_seq(d: FRDump, gi: int) -> dict[int, bytes]:
     return dict(zip(compress(d.seq, mask), map(d.sigs.__getitem__, compress(d.sig, mask))))
 
 
+class _Run:
+    """One rank's signatures of one group's collectives: a dense run (seq -> blob by
+    offset) or, for a buffer with gaps or coalesced ops, a dict."""
+
+    def __init__(self, d: FRDump, gi: int):
+        run = d.runs.get(gi)
+        if run is not None:
+            self.first = run[0]
+            self.blobs: list[bytes] | None = list(map(d.sigs.__getitem__, run[1]))
+            self.by_seq: dict[int, bytes] | None = None
+            self.last = self.first + len(self.blobs) - 1
+        else:
+            self.blobs = None
+            self.by_seq = _sigs_by_seq(d, gi)
+            self.first = min(self.by_seq, default=0)
+            self.last = max(self.by_seq, default=-1)
+
+    def get(self, seq: int) -> bytes | None:
+        if self.blobs is not None:
+            return self.blobs[seq - self.first] if self.first <= seq <= self.last else None
+        return self.by_seq.get(seq)  # type: ignore[union-attr]
+
+    def differ(self, ref: "_Run") -> list[int]:
+        """The seqs both hold where this rank's signature is not the reference's."""
+        lo, hi = max(self.first, ref.first), min(self.last, ref.last)
+        if lo > hi:
+            return []
+        if self.blobs is not None and ref.blobs is not None:
+            a = self.blobs[lo - self.first:hi - self.first + 1]
+            b = ref.blobs[lo - ref.first:hi - ref.first + 1]
+            if a == b:
+                return []
+            return list(compress(range(lo, hi + 1), map(bytes.__ne__, a, b)))
+        return [s for s in range(lo, hi + 1) if (x := self.get(s)) is not None and (y := ref.get(s)) is not None
+                and x != y]
+
+
 def _mismatches(g: _Group, dumps: Mapping[int, FRDump], budget: list[int]) -> list[Mismatch]:
     ranks = sorted(r for r in g.index if r in dumps)
     if len(ranks) < 2:
         return []
-    per_rank = {r: _sigs_by_seq(dumps[r], g.index[r]) for r in ranks}
-    pairs: Counter = Counter()
-    for sig in per_rank.values():
-        pairs.update(sig.items())
-    split = sorted(s for s, n in Counter(s for s, _ in pairs).items() if n > 1)
+    runs = {r: _Run(dumps[r], g.index[r]) for r in ranks}
+    ref = max(ranks, key=lambda r: (runs[r].last - runs[r].first, -r))
+    split: set[int] = set()
+    for r in ranks:
+        if r != ref:
+            split.update(runs[r].differ(runs[ref]))
     out: list[Mismatch] = []
-    for seq in split:
-        have = {r: sig_values(m[seq]) for r, m in per_rank.items() if seq in m}
+    for seq in sorted(split):
+        have = {r: sig_values(b) for r in ranks if (b := runs[r].get(seq)) is not None}
         for what, key in (("op", lambda v: op_type(v[0])),
                           ("sizes", lambda v: (None if _uneven(op_type(v[0]), "scatter") else repr(v[1]),
                                                None if _uneven(op_type(v[0]), "gather") else repr(v[2]))),
@@ -537,19 +603,53 @@ def _mismatches(g: _Group, dumps: Mapping[int, FRDump], budget: list[int]) -> li
             (top, n), (_, n2) = votes.most_common(2)
             majority = top if n > n2 else None
             odd = sorted(r for r, v in have.items() if majority is None or key(v) != majority)
-            ref = next((v for r, v in sorted(have.items()) if r not in odd), None) if majority is not None else None
+            usual = next((v for r, v in sorted(have.items()) if r not in odd), None) if majority is not None else None
             out.append(Mismatch(g.name, g.desc, seq, what,
-                                {"op": ref[0], "input_sizes": ref[1], "output_sizes": ref[2],
-                                 "input_dtypes": ref[3], "ranks": sorted(r for r in have if r not in odd)}
-                                if ref else {},
+                                {"op": usual[0], "input_sizes": usual[1], "output_sizes": usual[2],
+                                 "input_dtypes": usual[3], "ranks": sorted(r for r in have if r not in odd)}
+                                if usual else {},
                                 odd, {r: {"op": have[r][0], "input_sizes": have[r][1], "output_sizes": have[r][2],
                                           "input_dtypes": have[r][3]} for r in odd}))
             break  # one finding per sequence id: the op first, then sizes, then dtypes
     return out
 
 
-def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, epoch: int = 0) -> FRAnalysis:
-    """The analysis of one attempt's dumps (by rank; see the module docstring)."""
+def _dead_peers(groups: Mapping[tuple, _Group], dumps: Mapping[int, FRDump], peer_errors: Iterable[int]
+                ) -> dict[int, tuple[StuckCollective, str]]:
+    """rank with a peer error -> (its last op, naming the members of that op's group that
+    left no dump, when they are at most half of it; why the rank is not a culprit)."""
+    out: dict[int, tuple[StuckCollective, str]] = {}
+    for p in sorted(set(peer_errors) & set(dumps)):
+        d = dumps[p]
+        if not len(d):
+            continue
+        last = len(d) - 1
+        gi = d.pg[last]
+        g = next((g for g in groups.values() if g.index.get(p) == gi), None)
+        if g is None:
+            continue
+        dead = sorted(m for m in g.members if m not in dumps)
+        if not dead or len(dead) > max(1, len(g.members) // 2):
+            continue
+        e = d.entry(last)
+        what = f"{e['profiling_name']} ({'p2p' if e['is_p2p'] else 'collective ' + str(e['collective_seq_id'])}) " \
+               f"of pg {g.name}{' (' + g.desc + ')' if g.desc else ''}"
+        reason = (f"{what}: rank(s) {ranges(dead)} left no dump, and rank {p}'s op with them failed (its log: a "
+                  "peer closed the connection or exited)")
+        out[p] = (StuckCollective(g.name, g.desc, "p2p" if e["is_p2p"] else "collective", e["collective_seq_id"],
+                                  e["profiling_name"], e["input_sizes"], e["output_sizes"], sorted(g.members),
+                                  {"no_dump": dead, "failed": [p]}, dead, [p], reason, e["frames"], dead),
+                  f"its own {what} failed: a peer closed the connection or exited")
+    return out
+
+
+def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, epoch: int = 0,
+                  peer_errors: Iterable[int] = ()) -> FRAnalysis:
+    """The analysis of one attempt's dumps (by rank; see the module docstring).
+    `peer_errors`: ranks whose own log says their last op failed because a peer closed
+    the connection or exited (a flight recorder marks a failed op retired, like a
+    completed one): such a rank did not stop of itself, and the members of that op's
+    group that left no dump did."""
     groups = _groups(dumps, world_size)
     world = set().union(*(g.members for g in groups.values())) if groups else set()
     if world_size:
@@ -574,8 +674,15 @@ def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, ep
     for s in stuck:
         for r in s.culprits:
             named.setdefault(r, s)
+    failed = _dead_peers(groups, dumps, peer_errors)
+    for p, (s, _) in failed.items():
+        named.pop(p, None)
+        for r in s.culprits:
+            named.setdefault(r, s)
+        stuck.append(s)
     culprits = sorted(named)
     blocked = {r: f"waits on its own {q}" for r, q in blocked.items() if r not in named}
+    blocked.update({p: why for p, (_, why) in failed.items() if p not in named})
     undecided = [s for s in stuck if s.inside and s.kind == "collective"]
     why = {r: named[r].reason for r in culprits}
     if not stuck:
@@ -595,7 +702,8 @@ def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, ep
                       undecided, epoch, min(times) if times else None, max(ends) if ends else None, stopped, limits)
 
 
-def analyze(dumps: Mapping[int, FRDump] | Iterable[FRDump], world_size: int | None = None) -> FRAnalysis:
+def analyze(dumps: Mapping[int, FRDump] | Iterable[FRDump], world_size: int | None = None,
+            peer_errors: Iterable[int] = ()) -> FRAnalysis:
     """The analysis of one job's dumps: of its latest attempt, with the earlier ones in
     `earlier` (see the module docstring).  `world_size` (from the job's rank map) lets the
     default group name the ranks that left no dump."""
@@ -604,7 +712,9 @@ def analyze(dumps: Mapping[int, FRDump] | Iterable[FRDump], world_size: int | No
     if not epochs:
         return FRAnalysis([], sorted(range(world_size or 0)), [], [], {}, [], "no dump names its rank",
                           duplicates=duplicates)
-    out = [analyze_epoch({d.rank: d for d in ep}, world_size, i) for i, ep in enumerate(epochs)]  # type: ignore[misc]
+    errors = set(peer_errors)
+    out = [analyze_epoch({d.rank: d for d in ep}, world_size, i, errors if i == len(epochs) - 1 else ())  # type: ignore[misc]
+           for i, ep in enumerate(epochs)]
     last = out[-1]
     last.earlier = out[:-1]
     last.duplicates = duplicates
