@@ -13,7 +13,9 @@ and its children, sampled every 20 ms):
 - PyTorch's `fr_trace` over the folder (when torch is importable),
 - `rulekit attribute` of the job (read in workers, analyse, report), which must
   name exactly rank HUNG,
-and prints a table with the dump bytes.  The machine may be shared: compare the
+and prints a table: wall and CPU seconds (user + system of the whole process tree:
+steadier than wall time on a shared machine), peak RSS, and their ratios to
+`pickle.loads` and to the dump bytes.  The machine may be shared: compare the
 ratios of one run.
 Usage: python bench/fr_dumps.py [--ranks 1024] [--entries 2000] [--hung N] [--skip-fr-trace]
 """
@@ -122,8 +124,12 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def measure(cmd: list[str]) -> tuple[float, int, str]:
-    """Wall seconds, peak RSS of the process tree, and stdout of one command."""
+def measure(cmd: list[str]) -> tuple[float, float, int, str]:
+    """Wall seconds, CPU seconds (user + system of the process and all it waited for),
+    peak RSS of the process tree, and stdout of one command."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
@@ -140,7 +146,9 @@ def measure(cmd: list[str]) -> tuple[float, int, str]:
     th.join()
     if p.returncode != 0:
         raise SystemExit(f"{cmd[:4]} failed ({p.returncode}): {err.decode(errors='replace')[-2000:]}")
-    return wall, peak[0], out.decode(errors="replace")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, peak[0], out.decode(errors="replace")
 
 
 LOADS = """
@@ -171,8 +179,8 @@ def main() -> None:
     print(f"{args.ranks} dumps x {args.entries} entries, {mb:.1f} MiB of pickles (written in {made:.1f} s); "
           f"rank {hung} hung")
     rows = []
-    wall, rss, out = measure([sys.executable, "-c", LOADS, str(job / "fr")])
-    rows.append(("pickle.loads of every dump (unsafe floor)", wall, rss, f"{int(out)} entries"))
+    wall, cpu, rss, out = measure([sys.executable, "-c", LOADS, str(job / "fr")])
+    rows.append(("pickle.loads of every dump (unsafe floor)", wall, cpu, rss, f"{int(out)} entries"))
     try:
         import torch  # noqa: F401
 
@@ -180,21 +188,22 @@ def main() -> None:
     except ImportError:
         have_torch = False
     if have_torch and not args.skip_fr_trace:
-        wall, rss, out = measure([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
-                                  str(job / "fr"), "--allow-incomplete-ranks", "-p", "nccl_trace_rank_"])
-        rows.append(("PyTorch fr_trace (torch " + torch.__version__ + ")", wall, rss, ""))
+        wall, cpu, rss, out = measure([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
+                                       str(job / "fr"), "--allow-incomplete-ranks", "-p", "nccl_trace_rank_"])
+        rows.append(("PyTorch fr_trace (torch " + torch.__version__ + ")", wall, cpu, rss, ""))
     rulekit = str(Path(sys.executable).with_name("rulekit"))
-    wall, rss, out = measure([rulekit, "attribute", str(job), "--format", "json"])
+    wall, cpu, rss, out = measure([rulekit, "attribute", str(job), "--format", "json"])
     res = json.loads(out)
     fr = res["collectors"]["flight_recorder"]
     assert fr["culprit_ranks"] == [hung], fr["culprit_ranks"]
     assert fr["dumps"] == args.ranks, fr["dumps"]
-    rows.append(("rulekit attribute (read, analyse, report)", wall, rss,
+    rows.append(("rulekit attribute (read, analyse, report)", wall, cpu, rss,
                  f"culprits {fr['culprit_ranks']}, outcome {res['outcome']}, limits_hit {res.get('limits_hit', [])}"))
-    base = rows[0][1]
-    print(f"{'':46s} {'seconds':>8s} {'x loads':>8s} {'peak RSS':>10s} {'x dump bytes':>13s}")
-    for name, wall, rss, note in rows:
-        print(f"{name:46s} {wall:8.1f} {wall / base:8.2f} {rss / 2**20:8.0f} MiB {rss / 2**20 / mb:13.2f}  {note}")
+    base, base_cpu = rows[0][1], rows[0][2]
+    print(f"{'':46s} {'wall s':>7s} {'x loads':>8s} {'CPU s':>7s} {'x loads':>8s} {'peak RSS':>10s} {'x dump bytes':>13s}")
+    for name, wall, cpu, rss, note in rows:
+        print(f"{name:46s} {wall:7.1f} {wall / base:8.2f} {cpu:7.1f} {cpu / base_cpu:8.2f} {rss / 2**20:6.0f} MiB "
+              f"{rss / 2**20 / mb:13.2f}  {note}")
 
 
 if __name__ == "__main__":
