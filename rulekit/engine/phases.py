@@ -64,6 +64,19 @@ def _line_facts(into: dict[str, Any], rank: int | None, uptime: Any, obs: Observ
 # ---- contexts handed to rules -----------------------------------------------------------
 
 
+class LimitsHit(list):
+    """The limits hit while attributing that may change the verdict: the result's
+    `limits_hit`, one `{"limit", "value", "what"}` (and the `rule` that reported it)
+    per limit; `hit()` adds one (a limit reported twice is kept once)."""
+
+    def hit(self, limit: str, value: Any, what: str, rule: str | None = None) -> None:
+        entry = {"limit": limit, "value": value, "what": what}
+        if rule:
+            entry["rule"] = rule
+        if entry not in self:
+            self.append(entry)
+
+
 @dataclass
 class FilterContext:
     event_stream: EventStream
@@ -71,6 +84,12 @@ class FilterContext:
     registry: SymptomRegistry
     rule: str = ""
     selects: tuple = ()  # the rule's declared Selections
+    dumps: tuple = ()  # flight-recorder dumps ingested as data (`rulekit.inputs.flight_recorder.FRDump`)
+    limits: LimitsHit = field(default_factory=LimitsHit)
+
+    def limit_hit(self, limit: str, value: Any, what: str) -> None:
+        """Report a limit this rule hit that may change the verdict (the result's `limits_hit`)."""
+        self.limits.hit(limit, value, what, self.rule)
 
     def selected(self) -> list[Event]:
         """The events the filter declared it reads (`selects=`), in id order."""
@@ -98,6 +117,12 @@ class CollectorContext:
     registry: SymptomRegistry
     result: dict[str, Any] = field(default_factory=dict)
     rule: str = ""
+    dumps: tuple = ()  # as FilterContext.dumps
+    limits: LimitsHit = field(default_factory=LimitsHit)
+
+    def limit_hit(self, limit: str, value: Any, what: str) -> None:
+        """Report a limit this collector hit that may change what it reports (`limits_hit`)."""
+        self.limits.hit(limit, value, what, self.rule)
 
 
 @dataclass
@@ -138,6 +163,8 @@ class AttributionState:
     job_set: SymptomSet | None = None
     collectors: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
+    dumps: tuple = ()  # flight-recorder dumps the session ingested
+    limits: LimitsHit = field(default_factory=LimitsHit)
 
     def run_rule(self, name: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -364,6 +391,10 @@ class ExtractionPhase:
             return None
         self._told[worker] = len(self._capped)
         return self._capped[told:]
+
+    def capped_groups(self) -> list[tuple]:
+        """The (rule, event type, symptom, node) groups that reached `group_cap`."""
+        return [g for g, n in self._group_kept.items() if n >= self.group_cap]
 
     def _left_out(self, oc: int, group: tuple, line_num: int, ts: str | None) -> None:
         """Count one hit past its cap into its group's `event_repeats` row."""
@@ -687,7 +718,8 @@ class FilterPhase:
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,
+                                state.limits)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -823,7 +855,8 @@ class CollectionPhase:
         state.stream.phase = "collect"
         with state.stream.frozen():
             for rule in state.engine.collectors:
-                ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name)
+                ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name, state.dumps,
+                                       state.limits)
                 value = state.run_rule(rule.name, lambda: rule.func(ctx))
                 if value is not None:
                     state.collectors[rule.name] = value

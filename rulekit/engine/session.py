@@ -1,6 +1,14 @@
-"""A Session attributes one job: `ingest()` / `ingest_batch()` (log observations
-and metric series; `ingest_metrics()` for series alone) and `attribute()`
-in any order, any number of times (the spec's Ingest-Attribution Cycle).
+"""A Session attributes one job: `ingest()` / `ingest_batch()` (log observations,
+metric series and flight-recorder dumps; `ingest_metrics()` for series alone) and
+`attribute()` in any order, any number of times (the spec's Ingest-Attribution Cycle).
+
+A flight-recorder dump is data, not lines: it is kept whole (its columns,
+`rulekit.inputs.flight_recorder.FRDump`) and handed to the rules as
+`context.dumps`, with one `data` event per dump (kind `fr_dump`, its rank and
+index) for provenance; no extraction cap applies to it.  The limits hit while
+attributing that may change the verdict are the result's `limits_hit`: rules
+report theirs (`context.limit_hit`), and extraction's group cap on `data`
+events (the captured values past it are counted, not kept) is added here.
 
 Ingestion only extracts (append-only).  `attribute()` checkpoints the job's
 events, runs filtering, refinement, collection and reporting, and leaves the
@@ -11,15 +19,18 @@ from __future__ import annotations
 
 import copy
 import itertools
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
 from rulekit.rules.corpus import RuleEngine
+from rulekit.inputs.flight_recorder import FRDump
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
 from rulekit.engine.metrics import MetricPhase
 from rulekit.engine.phases import (
     AttributionState,
+    LimitsHit,
     CollectionPhase,
     ExtractionPhase,
     FilterPhase,
@@ -30,6 +41,16 @@ from rulekit.engine.store import EventManager, TraceEntry, paused_gc
 from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
+
+
+def _iso_ns(t: int | None) -> str | None:
+    """Nanoseconds since the epoch (a flight-recorder time) as RFC 3339 UTC, or None."""
+    if t is None or t <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(t / 1e9, timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
 # the event types the report's evidence lists (`EventStream.node_events`)
 EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, EventType.BAD_PEERS.value)
 
@@ -49,6 +70,7 @@ class Session:
                                            opts.group_cap if group_cap is None else group_cap)
         self._metrics = MetricPhase(engine, self.manager, self.context_id, job)
         self._checkpointed = False
+        self.dumps: list[FRDump] = []
         self.trace: list[TraceEntry] = []
         self.observations: list[str] = []
         lines = job.scheduler_lines()
@@ -63,14 +85,32 @@ class Session:
             self.manager.restore(self.context_id)
             self._checkpointed = False
 
-    def ingest(self, obs: Observation | MetricSeries, progress: Callable[[int], None] | None = None) -> int:
+    def ingest(self, obs: Observation | MetricSeries | FRDump, progress: Callable[[int], None] | None = None) -> int:
         """Extract events from one observation (or run the metric rules over one
-        metric series); returns how many were added."""
+        metric series, or keep one flight-recorder dump); returns how many were added."""
         if isinstance(obs, MetricSeries):
             return self.ingest_metrics([obs])
+        if isinstance(obs, FRDump):
+            return self._ingest_dump(obs)
         self._restore()
         self.observations.append(obs.name)
         return self._extraction.apply(obs, progress)
+
+    def _ingest_dump(self, dump: FRDump) -> int:
+        """Keep a flight-recorder dump as data, and its provenance event."""
+        self._restore()
+        self.observations.append(dump.where)
+        index = len(self.dumps)
+        self.dumps.append(dump)
+        m = self.manager
+        t_start, t_end = _iso_ns(dump.t_first), _iso_ns(dump.t_last)
+        oc = m.observation_context(self.context_id, "flight_recorder", "fr", t_start, t_end, dump.where)
+        rank = dump.rank if dump.rank is not None else -1
+        m.add(m.row(self.context_id, EventType.DATA.value, None, oc, t_end, 1,
+                    f"flight-recorder dump of rank {rank}: {len(dump)} entries", None, None,
+                    {"kind": "fr_dump", "rank": rank, "dump": index, "entries": len(dump)}))
+        m.flush()
+        return 1
 
     def ingest_batch(self, observations: Iterable[Observation | MetricSeries],
                      progress: Callable[[int], None] | None = None) -> int:
@@ -99,7 +139,7 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
-        state = AttributionState(self.engine, self.job, stream, trace)
+        state = AttributionState(self.engine, self.job, stream, trace, dumps=tuple(self.dumps), limits=LimitsHit())
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
@@ -112,6 +152,9 @@ class Session:
         CollectionPhase().apply(state, partial)
         if state.errors:
             result["rule_errors"] = state.errors
+        limits = self._data_caps(state.limits)
+        if limits:
+            result["limits_hit"] = limits
         aggregated = self.manager.repeats(self.context_id, EVIDENCE_TYPES)
         if aggregated:  # evidence held only as counts (ExtractionPhase's repeat cap) is evidence not shown
             result["evidence_omitted"] = result.get("evidence_omitted", 0) + aggregated
@@ -121,6 +164,19 @@ class Session:
             result["decision"] = {"reason": state.decision.reason, "tied": state.decision.tied,
                                   "changed_by": state.decision.changed_by}
         return result
+
+    def _data_caps(self, limits: LimitsHit) -> LimitsHit:
+        """Add extraction's group cap on `data` events (what rules read as values) to the limits hit."""
+        capped = [g for g in self._extraction.capped_groups() if g[1] == EventType.DATA.value]
+        if capped:
+            counts = self.manager.repeats_by_group(self.context_id)
+            for rule, etype, symptom, node in sorted(capped, key=lambda g: tuple(str(x) for x in g)):
+                n = counts.get((rule, etype, symptom, node), 0)
+                where = f" on {node}" if node else ""
+                limits.hit("group_cap", self._extraction.group_cap,
+                           f"extractor `{rule}`{where}: {n} more data event(s) past the cap were counted, not kept; "
+                           "rules reading them saw only the first", rule)
+        return limits
 
     def close(self) -> None:
         if self._own_manager:

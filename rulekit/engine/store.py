@@ -484,6 +484,15 @@ class EventManager:
             [(c, oc, self.lookup("rules", r) if r else None, self.lookup("event_types", t), *rest)
              for c, oc, r, t, *rest in rows])
 
+    def repeats_by_group(self, context_id: int) -> dict[tuple, int]:
+        """Events of a context aggregated rather than stored, per (rule, event type name,
+        symptom, node)."""
+        rows = self.conn.execute(
+            "SELECT ru.name, t.name, r.symptom, r.resources, SUM(r.count) FROM event_repeats r "
+            "JOIN event_types t ON t.id = r.event_type LEFT JOIN rules ru ON ru.id = r.source_rule "
+            "WHERE r.context_id = ? GROUP BY 1, 2, 3, 4", (context_id,)).fetchall()
+        return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in rows}
+
     def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
         """How many events of a context (of these types) were aggregated rather than stored."""
         sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]

@@ -1,5 +1,6 @@
-"""PyTorch flight-recorder dumps (`TORCH_NCCL_TRACE_BUFFER_SIZE`, one file per rank
-named `<TORCH_NCCL_DEBUG_INFO_TEMP_FILE prefix><rank>`) read as untrusted input.
+"""PyTorch flight-recorder dumps (`TORCH_NCCL_TRACE_BUFFER_SIZE` / `TORCH_FR_BUFFER_SIZE`,
+one file per rank named `<TORCH_NCCL_DEBUG_INFO_TEMP_FILE prefix><rank>`) read as
+untrusted input into a compact, columnar `FRDump` the engine carries as data.
 
 A dump is a pickle of plain containers (or the same records as JSON):
 `version`, `pg_config` {pg name: {name, desc, ranks: "[0, 1]"}}, `pg_status`
@@ -7,211 +8,58 @@ A dump is a pickle of plain containers (or the same records as JSON):
 last_completed_collective}}, `nccl_version` / `comm_lib_version`, and `entries`
 [{record_id, pg_id, process_group: (name, desc), collective_seq_id, p2p_seq_id,
 op_id, profiling_name, input_sizes, output_sizes, input_dtypes, output_dtypes,
-state: scheduled|started|completed, retired, time_created_ns, timeout_ms,
-is_p2p, frames, ...}].
+state: scheduled|started|completed, retired, time_created_ns,
+time_discovered_started_ns, time_discovered_completed_ns, timeout_ms, is_p2p,
+frames, ...}].  Pickles go through `fr_pickle` (never a class, a function or a
+persistent id).
 
-Pickles are never executed: every opcode is checked against an allow-list of
-builtin containers and scalars *before* anything is unpickled (a `GLOBAL`,
-`STACK_GLOBAL`, `REDUCE`, `BUILD`, `INST`, `OBJ`, `NEWOBJ`, `EXT*` or
-`PERSID` is a located error: file and byte offset), then loaded by an
-Unpickler whose `find_class` and `persistent_load` refuse everything.  Size,
-memo indices and the number of values normalization touches are bounded;
-only the fields the analysis uses are read (a fixed depth, so no recursion).
-
-Also the transport of a dump through the line-oriented engine: `dump_line()`
-packs the normalized dump into one `FR_DUMP` line (zlib + hex, so no
-text extractor can match inside it) that the bundled `FlightRecorderDump`
-extractor captures and the flight-recorder rules unpack with `unpack_line()`.
+A dump of 2,000 entries unpickles into ~40,000 Python objects; what the analysis
+needs of it is a few integers an entry.  So each dump becomes columns (`array`s
+in record order: process group, collective and p2p sequence ids, state,
+signature, times, record id) read from the entries with C-speed passes
+(`_columns_fast`) when every entry has the usual shape; an entry of another
+shape sends the dump through the per-entry reader (`_entry`, which lists what
+it skipped in `problems`).  An entry's signature is its op, sizes and dtypes
+(one `marshal` blob per distinct signature of the dump); only the entries that
+did not complete keep their whole record (with up to `MAX_FRAMES` frames).
+`progress` is each process group's oldest, last completed, started and enqueued
+collective (the entries and `pg_status` together).  Sizes, values read and the
+frames kept are bounded.
 
 Reads and validates only: no analysis (that is `fr_analysis`), no rules, no
-engine imports.
+engine imports; many files at once is `fr_bulk`.
 """
 from __future__ import annotations
 
-import io
 import json
-import pickle
-import pickletools
+import marshal
 import re
-import zlib
+from array import array
 from dataclasses import field
+from itertools import chain, compress, count
+from operator import itemgetter, methodcaller
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from rulekit.rules.records import dataclass
-from rulekit.inputs.observation import Observation
+from rulekit.inputs.fr_pickle import (  # noqa: F401 - re-exported: the reader's public names
+    MAX_DUMP_BYTES,
+    FRDumpError,
+    check_pickle,
+    check_size,
+    load_refusing,
+    safe_unpickle,
+)
 
-MAX_DUMP_BYTES = 256 * 1024 * 1024
 MAX_VALUES = 5_000_000
 MAX_PROBLEMS = 20
 MAX_FRAMES = 4  # Python frames kept per pending entry (the innermost first, as PyTorch writes them)
-MAX_MEMO = 10_000_000
 SOURCE = "flight_recorder"
 FORMAT = "fr"
-LINE_PREFIX = "FR_DUMP v1"
 STATES = ("scheduled", "started", "completed")
-
-# opcodes that build builtin containers and scalars; anything else can call code
-_ALLOWED = frozenset({
-    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP",
-    "NONE", "NEWTRUE", "NEWFALSE", "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4",
-    "FLOAT", "BINFLOAT", "STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE",
-    "SHORT_BINUNICODE", "BINUNICODE8", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
-    "EMPTY_LIST", "APPEND", "APPENDS", "LIST", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
-    "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS", "EMPTY_SET", "ADDITEMS", "FROZENSET",
-    "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET",
-})
-_MEMO_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"})
-_WHY = {
-    "GLOBAL": "imports a class or function", "STACK_GLOBAL": "imports a class or function",
-    "INST": "instantiates a class", "OBJ": "instantiates a class", "NEWOBJ": "instantiates a class",
-    "NEWOBJ_EX": "instantiates a class", "REDUCE": "calls a function", "BUILD": "calls __setstate__",
-    "EXT1": "imports through the copyreg registry", "EXT2": "imports through the copyreg registry",
-    "EXT4": "imports through the copyreg registry", "PERSID": "loads a persistent object",
-    "BINPERSID": "loads a persistent object", "NEXT_BUFFER": "reads an out-of-band buffer",
-    "READONLY_BUFFER": "reads an out-of-band buffer",
-}
-
-
-class FRDumpError(ValueError):
-    """A dump that cannot be used: `where` (file or record), optional byte offset."""
-
-    def __init__(self, where: str, message: str, offset: int | None = None, line: int | None = None,
-                 col: int | None = None):
-        self.where = where
-        self.message = message
-        self.offset = offset
-        self.line = line
-        self.col = col
-        at = f" at byte {offset}" if offset is not None else ""
-        super().__init__(f"{where}{at}: {message}")
-
-
-@dataclass
-class FRDump:
-    """One rank's dump, normalized to JSON values."""
-
-    rank: int | None
-    where: str
-    version: str | None = None
-    nccl_version: str | None = None
-    pg_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # pg name -> {desc, ranks: [int] | None}
-    pg_status: dict[str, dict[str, int]] = field(default_factory=dict)  # local pg id -> last_* seq ids
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # entries skipped, fields ignored
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "where": self.where, "version": self.version, "nccl_version": self.nccl_version,
-                "pg_config": self.pg_config, "pg_status": self.pg_status, "entries": self.entries,
-                "problems": self.problems}
-
-
-# ---- safe pickle ----------------------------------------------------------------------------
-
-
-class _RefusingUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle API
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}: a flight-recorder dump holds no classes")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("refused a persistent id: a flight-recorder dump holds none")
-
-
-# per opcode byte: how to step over its argument.  >= 0: that many fixed bytes; the
-# negative codes below; None: not allowed.  Only PUT / LONG_BINPUT can grow the memo far
-# (BINPUT's index is one byte; GETs only read it), so only they are range-checked.
-_FORBIDDEN, _NEWLINE, _LEN1, _LEN4, _LEN4S, _LEN8, _BIG_PUT, _TEXT_PUT, _STOP = range(-1, -10, -1)
-_STEP: list[int | None] = [None] * 256
-for _op in pickletools.opcodes:
-    _c = ord(_op.code)
-    if _op.name not in _ALLOWED:
-        _STEP[_c] = _FORBIDDEN
-        continue
-    _a = _op.arg
-    if _op.name == "STOP":
-        _STEP[_c] = _STOP
-    elif _op.name == "LONG_BINPUT":
-        _STEP[_c] = _BIG_PUT
-    elif _op.name == "PUT":
-        _STEP[_c] = _TEXT_PUT
-    elif _a is None:
-        _STEP[_c] = 0
-    elif _a.n > 0:
-        _STEP[_c] = _a.n
-    elif _a.n == pickletools.UP_TO_NEWLINE:
-        _STEP[_c] = _NEWLINE
-    else:
-        _STEP[_c] = {pickletools.TAKEN_FROM_ARGUMENT1: _LEN1, pickletools.TAKEN_FROM_ARGUMENT4: _LEN4S,
-                     pickletools.TAKEN_FROM_ARGUMENT4U: _LEN4, pickletools.TAKEN_FROM_ARGUMENT8U: _LEN8}[_a.n]
-_NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
-
-
-def check_pickle(data: bytes, where: str) -> None:
-    """Walk the opcodes without executing any; raise FRDumpError at the first one that
-    is not a builtin container or scalar, a memo index out of range, or a truncated
-    stream (the byte offset is the opcode's)."""
-    n = len(data)
-    pos = 0
-    ops = 0
-    step = _STEP
-    while pos < n:
-        code = data[pos]
-        k = step[code]
-        ops += 1
-        pos += 1
-        if k is not None and k >= 0:
-            pos += k
-            continue
-        at = pos - 1
-        if k is None:
-            raise FRDumpError(where, f"byte 0x{code:02x} is not a pickle opcode (not a pickle, or corrupt)", at)
-        name = _NAMES[code]
-        if k == _FORBIDDEN:
-            why = _WHY.get(name, "is not a builtin container or scalar")
-            raise FRDumpError(where, f"pickle opcode {name} {why}; a flight-recorder dump is plain dicts, lists "
-                                     "and scalars, so it was refused without being run", at)
-        if k == _STOP:
-            return
-        if k in (_NEWLINE, _TEXT_PUT):
-            nl = data.find(b"\n", pos)
-            if nl < 0:
-                raise FRDumpError(where, f"not a complete pickle ({name} argument is cut off)", at)
-            arg, pos = data[pos:nl], nl + 1
-            if k == _TEXT_PUT and (not arg.isdigit() or len(arg) > 9 or int(arg) > min(MAX_MEMO, 2 * ops + 16)):
-                raise FRDumpError(where, f"pickle memo index {arg[:20].decode('latin-1')} is out of range", at)
-            continue
-        if k == _BIG_PUT:
-            idx = int.from_bytes(data[pos:pos + 4], "little")
-            if idx > min(MAX_MEMO, 2 * ops + 16):
-                raise FRDumpError(where, f"pickle memo index {idx} is out of range", at)
-            pos += 4
-            continue
-        width = 1 if k == _LEN1 else 8 if k == _LEN8 else 4
-        if pos + width > n:
-            raise FRDumpError(where, f"not a complete pickle ({name} length is cut off)", at)
-        length = int.from_bytes(data[pos:pos + width], "little", signed=k == _LEN4S)
-        pos += width + length
-        if length < 0 or pos > n:
-            raise FRDumpError(where, f"not a complete pickle ({name} of {length} bytes is cut off)", at)
-    raise FRDumpError(where, "not a complete pickle (no STOP opcode: truncated?)", n)
-
-
-def safe_unpickle(data: bytes, where: str) -> Any:
-    """Unpickle plain data only (see the module docstring); FRDumpError otherwise."""
-    if len(data) > MAX_DUMP_BYTES:
-        raise FRDumpError(where, f"dump is {len(data)} bytes, more than the {MAX_DUMP_BYTES} allowed")
-    check_pickle(data, where)
-    try:
-        return _RefusingUnpickler(io.BytesIO(data)).load()
-    except RecursionError:
-        raise FRDumpError(where, "pickle nests too deeply") from None
-    except MemoryError:
-        raise FRDumpError(where, "pickle asks for more memory than a dump can need") from None
-    except Exception as e:  # malformed stream: unhashable key, bad arg ...
-        raise FRDumpError(where, f"not a valid pickle: {type(e).__name__}: {e}") from None
-
-
-# ---- JSON values ----------------------------------------------------------------------------
+SCHEDULED, STARTED, COMPLETED = 0, 1, 2
+_STATE_CODE = {"scheduled": SCHEDULED, "started": STARTED, "completed": COMPLETED}
+_NONE = type(None)
 
 
 class _Budget:
@@ -226,6 +74,95 @@ class _Budget:
         self.left -= n
         if self.left < 0:
             raise FRDumpError(self.where, f"more than {MAX_VALUES} values (a reference bomb?) near {path}")
+
+
+@dataclass
+class FRDump:
+    """One rank's dump: header records, and its entries as columns (module docstring)."""
+
+    rank: int | None
+    where: str
+    version: str | None = None
+    nccl_version: str | None = None
+    pg_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # pg name -> {desc, ranks: [int] | None}
+    pg_status: dict[str, dict[str, int]] = field(default_factory=dict)  # local pg id -> last_* seq ids
+    problems: list[str] = field(default_factory=list)  # entries skipped, fields ignored
+    nbytes: int = 0  # bytes of the file or record it was read from
+    groups: list[tuple[str, str]] = field(default_factory=list)  # group index -> (pg name, desc)
+    local_ids: dict[int, int] = field(default_factory=dict)  # local pg id (`pg_id`, `pg_status` keys) -> group index
+    pg: array = field(default_factory=lambda: array("q"))  # per entry: group index
+    seq: array = field(default_factory=lambda: array("q"))  # collective_seq_id
+    state: bytes = b""  # SCHEDULED / STARTED / COMPLETED (a retired entry completed)
+    p2p: bytes = b""  # 1: a point-to-point op
+    coll: bytes = b""  # group index + 1 of a collective, 0 of a p2p op (empty past 254 groups)
+    sig: array = field(default_factory=lambda: array("q"))  # key of `sigs`
+    sigs: dict[int, bytes] = field(default_factory=dict)  # marshal of (profiling_name, in, out sizes, in, out dtypes)
+    t_first: int | None = None  # the first entry's time_created_ns
+    t_last: int | None = None  # the latest time the last entries give: created, discovered started or completed
+    timeout_ms: int | None = None  # the collective timeout of its last and pending entries
+    pending: dict[int, dict[str, Any]] = field(default_factory=dict)  # entry index -> whole entry (not completed)
+    # pg name -> (oldest seq kept, last completed, last started, last enqueued) of its collectives
+    progress: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    # group index -> (first seq, signature ids of its collectives in seq order) when they are one
+    # entry per seq without gaps (the usual ring buffer); what mismatches are looked for in
+    runs: dict[int, tuple[int, array]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    @property
+    def name(self) -> str:
+        return self.where
+
+    @property
+    def label(self) -> str:
+        return self.where
+
+    def size(self) -> int:
+        return self.nbytes
+
+    def signature(self, i: int) -> tuple[str, list, list, list, list]:
+        """(profiling_name, input_sizes, output_sizes, input_dtypes, output_dtypes) of entry i."""
+        return sig_values(self.sigs[self.sig[i]])
+
+    def entry(self, i: int) -> dict[str, Any]:
+        """Entry i as one record (the whole one when it did not complete)."""
+        if i in self.pending:
+            return self.pending[i]
+        name, ins, outs, idt, odt = self.signature(i)
+        g = self.groups[self.pg[i]]
+        return {"pg": g[0], "pg_desc": g[1], "collective_seq_id": self.seq[i], "profiling_name": name,
+                "state": STATES[self.state[i]], "is_p2p": bool(self.p2p[i]), "input_sizes": ins,
+                "output_sizes": outs, "input_dtypes": idt, "output_dtypes": odt, "frames": []}
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        return [self.entry(i) for i in range(len(self))]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "where": self.where, "version": self.version, "nccl_version": self.nccl_version,
+                "pg_config": self.pg_config, "pg_status": self.pg_status, "entries": self.entries,
+                "problems": self.problems}
+
+
+def sig_values(blob: bytes) -> tuple[str, list, list, list, list]:
+    name, ins, outs, idt, odt = marshal.loads(blob)
+    return name, _plain_sizes(ins), _plain_sizes(outs), _plain_texts(idt), _plain_texts(odt)
+
+
+def _plain_sizes(v: Any) -> list[list[int]]:
+    return [list(s) for s in v] if v else []
+
+
+def _plain_texts(v: Any) -> list[str]:
+    return list(v) if v else []
+
+
+def signature_blob(name: str, ins: Any, outs: Any, idt: Any, odt: Any) -> bytes:
+    return marshal.dumps((name, _plain_sizes(ins), _plain_sizes(outs), _plain_texts(idt), _plain_texts(odt)))
+
+
+# ---- values of untrusted types -----------------------------------------------------------------
 
 
 def _text(v: Any) -> str:
@@ -243,15 +180,16 @@ def _is_list(v: Any) -> bool:
 
 
 _INT_TEXT = re.compile(r"\s*-?\d{1,30}\s*")
+_INT64 = 1 << 63
 
 
 def _int(v: Any) -> int | None:
     if type(v) is int:
-        return v
+        return v if -_INT64 <= v < _INT64 else None
     if isinstance(v, int) and not isinstance(v, bool):
-        return int(v)
+        return _int(int(v))
     if isinstance(v, str) and _INT_TEXT.fullmatch(v):
-        return int(v)
+        return _int(int(v))
     return None
 
 
@@ -261,7 +199,7 @@ def _ranks(text: Any) -> list[int] | None:
         vals = [_int(x) for x in text]
         return [v for v in vals if v is not None] or None
     if isinstance(text, str):
-        vals = [int(x) for x in re.findall(r"-?\d+", text)]
+        vals = [int(x) for x in re.findall(r"-?\d{1,18}", text)]
         return vals or None
     return None
 
@@ -290,43 +228,26 @@ def _texts(v: Any, budget: _Budget, path: str) -> list[str]:
     return [x for x in (_text(y) for y in v) if x]
 
 
-_NORMALIZED_KEYS = frozenset({"record_id", "pg_id", "pg", "pg_desc", "collective_seq_id", "p2p_seq_id", "op_id",
-                              "profiling_name", "state", "retired", "is_p2p", "input_sizes", "output_sizes",
-                              "input_dtypes", "output_dtypes", "time_created_ns", "timeout_ms", "frames"})
-_OPT_INT = (int, type(None))
+def _frames(raw: Any) -> list[dict[str, Any]]:
+    out = []
+    for f in raw[:MAX_FRAMES] if _is_list(raw) else ():
+        if isinstance(f, dict):
+            out.append({"name": _text(f.get("name")), "filename": _text(f.get("filename")),
+                        "line": _int(f.get("line"))})
+    return out
 
 
-def _normalized(raw: dict[str, Any], budget: _Budget) -> bool:
-    """Whether `raw` already is a normalized entry (a packed dump's): the exact keys,
-    each of the right type; then it is used as it is."""
-    if raw.keys() != _NORMALIZED_KEYS or type(raw["collective_seq_id"]) is not int or raw["state"] not in STATES \
-            or type(raw["pg"]) is not str or type(raw["pg_desc"]) is not str or type(raw["profiling_name"]) is not str \
-            or not raw["profiling_name"] or type(raw["retired"]) is not bool or type(raw["is_p2p"]) is not bool:
-        return False
-    for k in ("record_id", "pg_id", "p2p_seq_id", "op_id", "time_created_ns", "timeout_ms"):
-        if type(raw[k]) not in _OPT_INT:
-            return False
-    for k in ("input_sizes", "output_sizes"):
-        v = raw[k]
-        if type(v) is not list or not all(type(x) is list and all(type(y) is int for y in x) for x in v):
-            return False
-        budget.spend(len(v) + sum(len(x) for x in v), "entries")
-    for k in ("input_dtypes", "output_dtypes"):
-        v = raw[k]
-        if type(v) is not list or not all(type(x) is str for x in v):
-            return False
-    f = raw["frames"]
-    return type(f) is list and len(f) <= MAX_FRAMES and all(
-        type(x) is dict and type(x.get("name")) is str and type(x.get("filename")) is str
-        and type(x.get("line")) in _OPT_INT for x in f)
+def _is_p2p_name(name: str) -> bool:
+    return name.split(":", 1)[-1].split(" ")[0] in ("send", "recv")
+
+
+# ---- one entry at a time (any shape) ---------------------------------------------------------
 
 
 def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, str | None]:
     """One normalized entry, or (None, problem)."""
     if not isinstance(raw, dict):
         return None, f"entries[{i}] is not a record"
-    if "pg" in raw and _normalized(raw, budget):
-        return raw, None
     seq = _int(raw.get("collective_seq_id"))
     if seq is None:
         return None, f"entries[{i}].collective_seq_id is missing or not an integer"
@@ -336,41 +257,280 @@ def _entry(raw: Any, i: int, budget: _Budget) -> tuple[dict[str, Any] | None, st
     state = raw.get("state")
     if state not in STATES:
         return None, f"entries[{i}].state is {state!r}, expected one of {', '.join(STATES)}"
+    if raw.get("retired") is True:
+        state = "completed"
     pg = raw.get("process_group")
-    if pg is None and "pg" in raw:  # already normalized (a packed dump)
-        pg = [raw.get("pg"), raw.get("pg_desc", "")]
     if _is_list(pg) and len(pg) >= 1:
         pg_name = pg[0] if type(pg[0]) is str else _text(pg[0])
         pg_desc = "" if len(pg) < 2 else pg[1] if type(pg[1]) is str else _text(pg[1])
-    elif raw.get("pg_id") is not None:
-        pg_name, pg_desc = str(raw.get("pg_id")), ""
+    elif _int(raw.get("pg_id")) is not None:
+        pg_name, pg_desc = str(_int(raw.get("pg_id"))), ""
     else:
         return None, f"entries[{i}] names no process group (process_group / pg_id)"
-    op = name.split(":", 1)[-1]
     is_p2p = raw.get("is_p2p")
     if not isinstance(is_p2p, bool):
-        is_p2p = op.split(" ")[0] in ("send", "recv")
-    frames = []
-    raw_frames = raw.get("frames")
-    pending = state != "completed" and raw.get("retired") is not True  # only a stuck entry's stack is shown
-    for f in raw_frames[:MAX_FRAMES] if pending and _is_list(raw_frames) else ():
-        if isinstance(f, dict):
-            frames.append({"name": _text(f.get("name")), "filename": _text(f.get("filename")),
-                           "line": _int(f.get("line"))})
+        is_p2p = _is_p2p_name(name)
     where = "entries"
-    e = {"record_id": _int(raw.get("record_id")), "pg_id": _int(raw.get("pg_id")), "pg": pg_name, "pg_desc": pg_desc,
-         "collective_seq_id": seq, "p2p_seq_id": _int(raw.get("p2p_seq_id")), "op_id": _int(raw.get("op_id")),
-         "profiling_name": name, "state": state, "retired": raw.get("retired") is True, "is_p2p": is_p2p,
+    e = {"pg": pg_name, "pg_desc": pg_desc, "collective_seq_id": seq, "profiling_name": name,
+         "state": state, "is_p2p": is_p2p,
          "input_sizes": _sizes(raw.get("input_sizes"), budget, where),
          "output_sizes": _sizes(raw.get("output_sizes"), budget, where),
          "input_dtypes": _texts(raw.get("input_dtypes"), budget, where),
          "output_dtypes": _texts(raw.get("output_dtypes"), budget, where),
-         "time_created_ns": _int(raw.get("time_created_ns")), "timeout_ms": _int(raw.get("timeout_ms")),
-         "frames": frames}
+         "frames": _frames(raw.get("frames")) if state != "completed" else []}
+    if state != "completed":  # what only the record of a pending entry shows
+        e.update(record_id=_int(raw.get("record_id")), p2p_seq_id=_int(raw.get("p2p_seq_id")),
+                 time_created_ns=_int(raw.get("time_created_ns")))
     return e, None
 
 
-def parse_dump_json(obj: Any, where: str, rank: int | None = None) -> FRDump:
+def _times(raw: dict[str, Any]) -> list[int]:
+    return [t for t in (_int(raw.get(k)) for k in _TIME_KEYS) if t is not None]
+
+
+_TIME_KEYS = ("time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns")
+LAST_TIMES = 64  # the last entries read for the latest time a dump gives (besides the pending ones)
+
+
+def _fill_from_entries(d: FRDump, raw_entries: list, budget: _Budget) -> list[int]:
+    """The columns of `d` from entries of any shape, one at a time (the slow path);
+    returns the indexes in `raw_entries` of the entries kept."""
+    groups: dict[tuple[str, str], int] = {}
+    pg, seq, sig = [], [], []
+    states = bytearray()
+    p2p = bytearray()
+    blobs: dict[bytes, int] = {}
+    kept: list[int] = []
+    skipped = 0
+    for i, raw in enumerate(raw_entries):
+        e, problem = _entry(raw, i, budget)
+        if e is None:
+            skipped += 1
+            if skipped <= MAX_PROBLEMS:
+                d.problems.append(problem or f"entries[{i}] skipped")
+            continue
+        g = groups.setdefault((e["pg"], e["pg_desc"]), len(groups))
+        lid = _int(raw.get("pg_id"))
+        if lid is not None:
+            d.local_ids.setdefault(lid, g)
+        if e["state"] != "completed":
+            d.pending[len(seq)] = e
+        pg.append(g)
+        seq.append(e["collective_seq_id"])
+        sig.append(blobs.setdefault(signature_blob(e["profiling_name"], e["input_sizes"], e["output_sizes"],
+                                                   e["input_dtypes"], e["output_dtypes"]), len(blobs)))
+        states.append(_STATE_CODE[e["state"]])
+        p2p.append(1 if e["is_p2p"] else 0)
+        kept.append(i)
+    if skipped > MAX_PROBLEMS:
+        d.problems.append(f"and {skipped - MAX_PROBLEMS} more entries skipped")
+    d.groups = list(groups)
+    d.pg, d.seq, d.sig = array("q", pg), array("q", seq), array("q", sig)
+    d.state, d.p2p = bytes(states), bytes(p2p)
+    d.sigs = {v: k for k, v in blobs.items()}
+    return kept
+
+
+# ---- all entries at once (the usual shape) ---------------------------------------------------------
+
+# the keys every entry is read for (in one C-speed pass); the others only of pending and last entries
+_KEYS = ("collective_seq_id", "profiling_name", "state", "process_group", "is_p2p", "input_sizes", "output_sizes",
+         "input_dtypes", "output_dtypes")
+_GET = [itemgetter(k) for k in _KEYS]
+_RETIRED = {True: COMPLETED, False: 0, None: 0}
+
+
+def _size_lists(vals: list, budget: _Budget) -> Any:
+    """input/output sizes: each a list (or tuple) of lists of ints, or None; None if not."""
+    kinds = set(map(type, vals))
+    if not kinds <= {list, tuple, _NONE}:
+        return None
+    inner = list(chain.from_iterable(filter(None, vals) if _NONE in kinds else vals))
+    budget.spend(len(inner), "entries")
+    inner_kinds = set(map(type, inner))
+    if not inner_kinds <= {list, tuple}:
+        return None
+    budget.spend(sum(map(len, inner)), "entries")  # before the leaves are gathered: a shared list is a bomb
+    leaves = list(chain.from_iterable(inner))
+    if not set(map(type, leaves)) <= {int}:
+        return None
+    if _NONE in kinds or tuple in kinds or tuple in inner_kinds:
+        return [_plain_sizes(v) for v in vals]
+    return vals
+
+
+def _text_lists(vals: list, budget: _Budget) -> Any:
+    kinds = set(map(type, vals))
+    if not kinds <= {list, tuple, _NONE}:
+        return None
+    inner = list(chain.from_iterable(filter(None, vals) if _NONE in kinds else vals))
+    budget.spend(len(inner), "entries")
+    if not set(map(type, inner)) <= {str} or "" in inner:
+        return None
+    if _NONE in kinds or tuple in kinds:
+        return [_plain_texts(v) for v in vals]
+    return vals
+
+
+def _columns_fast(d: FRDump, raw: list, budget: _Budget) -> bool:
+    """Fill the columns of `d` with C-speed passes when every entry has the usual shape;
+    False (the columns may be half filled) when one does not."""
+    if not raw:
+        return True
+    if set(map(type, raw)) != {dict}:
+        return False
+    budget.spend(len(raw), "entries")
+    cols = []
+    for key, get in zip(_KEYS, _GET):
+        try:
+            cols.append(list(map(get, raw)))
+        except KeyError:  # an older dump without this key in some entry
+            cols.append(list(map(methodcaller("get", key), raw)))
+    seq, names, states, pgs, is_p2p, ins, outs, idt, odt = cols
+    if set(map(type, seq)) != {int} or set(map(type, names)) != {str} or "" in names:
+        return False
+    try:
+        codes = bytes(map(_STATE_CODE.__getitem__, states))
+    except (KeyError, TypeError):
+        return False
+    if set(map(type, pgs)) - {tuple, list}:
+        return False
+    try:
+        keys = list(map(tuple, pgs))
+        order = dict.fromkeys(keys)
+    except TypeError:
+        return False
+    groups: dict[tuple[str, str], int] = {}
+    index: dict[tuple, int] = {}
+    for k in order:
+        if not k or not all(type(x) is str for x in k[:2]):
+            return False
+        index[k] = groups.setdefault((k[0], k[1] if len(k) > 1 else ""), len(groups))
+    kinds = set(map(type, is_p2p))
+    if not kinds <= {bool, _NONE}:
+        return False
+    if _NONE in kinds:
+        is_p2p = [_is_p2p_name(n) if v is None else v for v, n in zip(is_p2p, names)]
+    sizes = (_size_lists(ins, budget), _size_lists(outs, budget))
+    texts = (_text_lists(idt, budget), _text_lists(odt, budget))
+    if None in sizes or None in texts:
+        return False
+    try:
+        seqs = array("q", seq)
+    except OverflowError:
+        return False
+    # pending entries: not completed, unless retired
+    pend = list(compress(range(len(codes)), map(COMPLETED.__ne__, codes)))
+    if pend:
+        retired = [raw[i].get("retired") for i in pend]
+        if not set(map(type, retired)) <= {bool, _NONE}:
+            return False
+        if True in retired:
+            fixed = bytearray(codes)
+            for i, r in zip(pend, retired):
+                if r is True:
+                    fixed[i] = COMPLETED
+            codes = bytes(fixed)
+            pend = [i for i, r in zip(pend, retired) if r is not True]
+    blobs = list(map(marshal.dumps, zip(names, sizes[0], sizes[1], texts[0], texts[1])))
+    ids: dict[bytes, int] = {}
+    d.groups = list(groups)
+    d.pg = array("q", map(index.__getitem__, keys))
+    d.seq = seqs
+    d.sig = array("q", map(ids.setdefault, blobs, count()))
+    d.sigs = {v: k for k, v in ids.items()}
+    d.state, d.p2p = codes, bytes(is_p2p)
+    for i in pend:
+        e, _ = _entry(raw[i], i, budget)
+        d.pending[i] = e  # the usual shape: never None
+    return True
+
+
+def _header_from_entries(d: FRDump, raw: list, kept: list[int]) -> None:
+    """Local pg ids, first and last time, and timeout, from the few entries that tell them:
+    the first of each group, the pending ones and the last `LAST_TIMES`."""
+    if not kept:
+        return
+    pgb = d.pg
+    firsts = {}
+    for k, g in enumerate(pgb):
+        if g not in firsts:
+            firsts[g] = k
+            if len(firsts) == len(d.groups):
+                break
+    look = sorted({*firsts.values(), *d.pending, *range(max(0, len(kept) - LAST_TIMES), len(kept))})
+    times: list[int] = []
+    timeout = None
+    for k in look:
+        r = raw[kept[k]]
+        lid = _int(r.get("pg_id"))
+        if lid is not None:
+            d.local_ids.setdefault(lid, pgb[k])
+        times += _times(r)
+        t = _int(r.get("timeout_ms"))
+        if t is not None:
+            timeout = t if timeout is None else max(timeout, t)
+    first = _int(raw[kept[0]].get("time_created_ns"))
+    d.t_first = first if first is not None else (min(times) if times else None)
+    d.t_last = max(times) if times else None
+    d.timeout_ms = timeout
+
+
+def _progress(d: FRDump) -> None:
+    """Per process group: the oldest collective kept, the last completed, started and
+    enqueued.  From the entries: a group's collectives run in order on its stream, so
+    everything before its first pending entry completed (and so did what the ring
+    buffer dropped, older than its oldest entry); then `pg_status` through the local pg
+    ids, which may know more."""
+    kind = bytes(g + 1 if not p else 0 for g, p in zip(d.pg, d.p2p)) if len(d.groups) < 255 else None
+    d.coll = kind or b""
+    out: dict[str, list[int]] = {}
+    pend_by_group: dict[int, list[int]] = {}
+    for i in sorted(d.pending):
+        if not d.p2p[i]:
+            pend_by_group.setdefault(d.pg[i], []).append(i)
+    for g, (name, _) in enumerate(d.groups):
+        if kind is not None:
+            first, last = kind.find(g + 1), kind.rfind(g + 1)
+            if first < 0:
+                continue
+            seqs = [d.seq[first], d.seq[last]]
+            oldest = min(seqs[0], min((d.seq[i] for i in pend_by_group.get(g, ())), default=seqs[0]))
+            enq = max(seqs[1], seqs[0])
+        else:
+            mine = [s for s, gg, p in zip(d.seq, d.pg, d.p2p) if gg == g and not p]
+            if not mine:
+                continue
+            oldest, enq = min(mine), max(mine)
+        pend = pend_by_group.get(g, [])
+        done = min(d.seq[i] for i in pend) - 1 if pend else enq
+        started = max([done] + [d.seq[i] for i in pend if d.state[i] == STARTED])
+        done = max(done, oldest - 1)
+        out[name] = [oldest, done, max(started, done), max(enq, started, done)]
+    names = {i: g[0] for i, g in enumerate(d.groups)}
+    if kind is not None:
+        for g in range(len(d.groups)):
+            idx = list(compress(range(len(kind)), map((g + 1).__eq__, kind)))
+            if not idx:
+                continue
+            seqs = array("q", map(d.seq.__getitem__, idx))
+            first = seqs[0]
+            if seqs == array("q", range(first, first + len(seqs))):
+                d.runs[g] = (first, array("q", map(d.sig.__getitem__, idx)))
+    for pid, st in d.pg_status.items():
+        lid = _int(pid)
+        g = d.local_ids.get(lid) if lid is not None else None
+        name = names[g] if g is not None else (pid if pid in out or pid in d.pg_config else None)
+        if name is None:
+            continue
+        a = out.setdefault(name, [0, 0, 0, 0])
+        a[1] = max(a[1], st.get("last_completed_collective", 0))
+        a[2] = max(a[2], st.get("last_started_collective", 0), a[1])
+        a[3] = max(a[3], st.get("last_enqueued_collective", 0), a[2])
+    d.progress = {k: (v[0], v[1], v[2], v[3]) for k, v in out.items()}
+
+
+def parse_dump_json(obj: Any, where: str, rank: int | None = None, nbytes: int = 0) -> FRDump:
     """Validate and normalize one dump given as JSON values (or the plain containers a
     safe unpickle returned).  The Service and the Blueprint call this on the `dump` of a
     `{"kind": "flight_recorder", "rank": N, "dump": {...}}` record.  Raises FRDumpError
@@ -383,11 +543,9 @@ def parse_dump_json(obj: Any, where: str, rank: int | None = None) -> FRDump:
         raise FRDumpError(where, "`entries` must be a list")
     if rank is None:
         rank = _int(obj.get("rank"))
-    d = FRDump(rank=rank, where=where)
-    v = obj.get("version")
-    d.version = _text(v) or None
-    nv = obj.get("nccl_version", obj.get("comm_lib_version"))
-    d.nccl_version = _text(nv) or None
+    d = FRDump(rank=rank, where=where, nbytes=nbytes)
+    d.version = _text(obj.get("version")) or None
+    d.nccl_version = _text(obj.get("nccl_version", obj.get("comm_lib_version"))) or None
     cfg = obj.get("pg_config") or {}
     if isinstance(cfg, dict):
         budget.spend(len(cfg), "pg_config")
@@ -410,17 +568,14 @@ def parse_dump_json(obj: Any, where: str, rank: int | None = None) -> FRDump:
     else:
         d.problems.append("`pg_status` is not a record; ignored")
     budget.spend(len(entries), "entries")
-    skipped = 0
-    for i, raw in enumerate(entries):
-        e, problem = _entry(raw, i, budget)
-        if e is None:
-            skipped += 1
-            if skipped <= MAX_PROBLEMS:
-                d.problems.append(problem or f"entries[{i}] skipped")
-        else:
-            d.entries.append(e)
-    if skipped > MAX_PROBLEMS:
-        d.problems.append(f"and {skipped - MAX_PROBLEMS} more entries skipped")
+    entries = list(entries)
+    if _columns_fast(d, entries, budget):
+        kept = range(len(entries))
+    else:
+        d.pending = {}
+        kept = _fill_from_entries(d, entries, budget)
+    _header_from_entries(d, entries, list(kept))
+    _progress(d)
     return d
 
 
@@ -432,71 +587,53 @@ _RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle))?$")
 def rank_from_name(name: str) -> int | None:
     """`nccl_trace_rank_3`, `nccl_trace_rank_3.json`, `trace_12.pkl` -> the rank."""
     m = _RANK_SUFFIX.search(Path(name).name)
-    return int(m.group(1)) if m else None
+    return int(m.group(1)[-9:]) if m else None
 
 
-def parse_dump_bytes(data: bytes, where: str, rank: int | None = None) -> FRDump:
-    """A dump file's bytes: a pickle (first byte 0x80) or JSON."""
-    if len(data) > MAX_DUMP_BYTES:
-        raise FRDumpError(where, f"dump is {len(data)} bytes, more than the {MAX_DUMP_BYTES} allowed")
+def decode_dump_bytes(data: bytes, where: str, walk: bool = True) -> Any:
+    """A dump file's bytes as plain values: a pickle (`fr_pickle`; `walk=False` only where
+    the address space is capped) or JSON (first non-blank byte `{` or `[`)."""
+    check_size(len(data), where)
     head = data.lstrip()[:1]
     if head in (b"{", b"["):
-        text = data.decode("utf-8", "replace")
         try:
-            obj = json.loads(text)
+            return json.loads(data.decode("utf-8", "replace"))
         except json.JSONDecodeError as e:
             raise FRDumpError(where, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", e.pos,
                               e.lineno, e.colno) from None
         except RecursionError:
             raise FRDumpError(where, "JSON nests too deeply") from None
-    elif not data:
+    if not data:
         raise FRDumpError(where, "empty file", 0)
-    else:
-        obj = safe_unpickle(data, where)
-    return parse_dump_json(obj, where, rank)
+    return safe_unpickle(data, where) if walk else load_refusing(data, where)
 
 
-def read_dump_file(path: Path, label: str | None = None) -> FRDump:
-    where = label or str(path)
+def parse_dump_bytes(data: bytes, where: str, rank: int | None = None, walk: bool = True) -> FRDump:
+    """A dump file's bytes: a pickle (first byte 0x80) or JSON."""
+    return parse_dump_json(decode_dump_bytes(data, where, walk), where, rank, len(data))
+
+
+def read_bounded(path: Path, where: str) -> bytes:
+    """A dump file's bytes, refused past `MAX_DUMP_BYTES` (by its size, then by what was read)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_DUMP_BYTES:
-            raise FRDumpError(where, f"dump is {size} bytes, more than the {MAX_DUMP_BYTES} allowed")
-        data = path.read_bytes()
+        check_size(path.stat().st_size, where)
+        with open(path, "rb") as f:
+            data = f.read(MAX_DUMP_BYTES + 1)
     except OSError as e:
         raise FRDumpError(where, f"cannot read: {e.strerror or e}") from None
-    return parse_dump_bytes(data, where, rank_from_name(path.name))
+    check_size(len(data), where)
+    return data
 
 
-def dump_line(dump: FRDump) -> str:
-    """The one line that carries a normalized dump through extraction."""
-    packed = zlib.compress(json.dumps(dump.to_json(), separators=(",", ":"), sort_keys=True).encode(), 6).hex()
-    return f"{LINE_PREFIX} rank={dump.rank if dump.rank is not None else -1} {packed}"
+def read_dump_file(path: Path, label: str | None = None, walk: bool = True) -> FRDump:
+    where = label or str(path)
+    return parse_dump_bytes(read_bounded(path, where), where, rank_from_name(path.name), walk)
 
 
-def unpack_line(packed_hex: str, where: str = "flight recorder") -> FRDump:
-    """Inverse of `dump_line` for the captured hex payload (validated again)."""
-    try:
-        z = zlib.decompressobj()
-        text = z.decompress(bytes.fromhex(packed_hex), MAX_DUMP_BYTES)
-        if z.unconsumed_tail:
-            raise ValueError(f"more than {MAX_DUMP_BYTES} bytes unpacked")
-        raw = json.loads(text.decode())
-    except (ValueError, zlib.error, RecursionError) as e:
-        raise FRDumpError(where, f"corrupt packed dump: {e}") from None
-    if not isinstance(raw, dict):
-        raise FRDumpError(where, "corrupt packed dump: not a record")
-    return parse_dump_json(raw, str(raw.get("where") or where))
-
-
-def dump_observation(dump: FRDump, label: str | None = None) -> Observation:
-    """An Observation the engine ingests (source `flight_recorder`, format `fr`)."""
-    return Observation(source=SOURCE, format=FORMAT, label=label or dump.where, lines=[dump_line(dump)])
-
-
-def observation_from_record(rec: Any, where: str) -> Observation:
+def observation_from_record(rec: Any, where: str) -> FRDump:
     """`{"kind": "flight_recorder", "rank": N, "dump": {...}}` (observations.jsonl, the
-    Service payload, a Blueprint connector) -> an Observation; FRDumpError if unusable."""
+    Service payload, a Blueprint connector) -> the FRDump a Session ingests; FRDumpError
+    if unusable."""
     if not isinstance(rec, dict):
         raise FRDumpError(where, "a flight-recorder record is an object")
     rank = _int(rec.get("rank"))
@@ -504,4 +641,9 @@ def observation_from_record(rec: Any, where: str) -> Observation:
         raise FRDumpError(where, "a flight-recorder record needs an integer `rank`")
     if "dump" not in rec:
         raise FRDumpError(where, "a flight-recorder record needs the `dump` object")
-    return dump_observation(parse_dump_json(rec["dump"], where, rank), where)
+    return parse_dump_json(rec["dump"], where, rank)
+
+
+def ingestable(items: Iterable[Any]) -> list[FRDump]:
+    """The dumps among observations (what `Session.ingest` keeps as data)."""
+    return [o for o in items if isinstance(o, FRDump)]

@@ -8,7 +8,7 @@ Every entry is inspected without blocking (`rulekit.inputs.entries`): an
 unreadable log is an RK509 error and is left out (the job is still attributed),
 folders named like logs, FIFOs and symlink loops are skipped and binary logs
 ingested, each with an RK510 note.  Files are not read here beyond job.toml,
-observations.jsonl, fr/ (dumps are validated and packed here) and the first
+observations.jsonl, fr/ (dumps are validated and made columns here) and the first
 bytes of each log: logs are streamed by extraction.  What only some jobs need is
 imported when they do: pydantic (a metric record, a job record the plain reader
 declines) and the TOML locator (an error in job.toml).
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
 from rulekit.inputs.entries import check_record_file, inspect_entry
-from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
-                                            read_dump_file)
+from rulekit.inputs.flight_recorder import FRDump, FRDumpError, observation_from_record, rank_from_name
+from rulekit.inputs.fr_bulk import read_dump_files
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 from rulekit.inputs.metrics import MetricSeries
@@ -45,7 +45,7 @@ SCHEDULER_TABLES = ("allocation_failure", "execution_cancellation")
 class JobDir:
     path: Path
     job: JobInfo
-    observations: list[Observation]
+    observations: list[Observation | FRDump]  # flight-recorder dumps are carried as data, not lines
     notes: list[Diagnostic] = field(default_factory=list)
     metrics: list[MetricSeries] = field(default_factory=list)  # observations.jsonl's `"kind": "metric"` records
 
@@ -159,7 +159,7 @@ def read_job_dir(path: str | Path) -> JobDir:
                 syslog_files.append(p)
     syslog_nodes = [p.stem for p in syslog_files if p.suffix in APPLOG_SUFFIXES]
     job = read_job_toml(root / "job.toml", root.resolve().name, syslog_nodes)
-    obs: list[Observation] = []
+    obs: list[Observation | FRDump] = []
     app_dir = root / "applog"
     if app_dir.is_dir():
         for p in sorted(app_dir.rglob("*")):
@@ -211,10 +211,11 @@ def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
     return Diagnostic("RK507", str(e), span, data=data)
 
 
-def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Observation]:
+def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[FRDump]:
     """fr/<prefix><rank>[.json]: one flight-recorder dump per rank (PyTorch's
-    TORCH_NCCL_DEBUG_INFO_TEMP_FILE names); refused dumps are RK507 notes."""
-    out = []
+    TORCH_NCCL_DEBUG_INFO_TEMP_FILE names), read all at once (`fr_bulk`, in worker
+    processes when there are many); refused dumps are RK507 notes."""
+    items = []
     for p in sorted(fr_dir.rglob("*")):
         if not p.is_file() or p.name.startswith("."):
             continue
@@ -223,25 +224,26 @@ def read_fr_dir(root: Path, fr_dir: Path, notes: list[Diagnostic]) -> list[Obser
             notes.append(Diagnostic("RK504", f"ignored `{label}` (flight-recorder dumps are fr/<prefix><rank>)",
                                     Span(label, 1, 1)))
             continue
-        try:
-            dump = read_dump_file(p, label)
-        except FRDumpError as e:
-            notes.append(fr_diagnostic(e, label))
+        items.append((p, label))
+    out = []
+    for (_, label), got in zip(items, read_dump_files(items)):
+        if isinstance(got, FRDumpError):
+            notes.append(fr_diagnostic(got, label))
             continue
-        if dump.problems:
-            shown = "; ".join(dump.problems[:5]) + (f"; and {len(dump.problems) - 5} more" if len(dump.problems) > 5 else "")
+        if got.problems:
+            shown = "; ".join(got.problems[:5]) + (f"; and {len(got.problems) - 5} more" if len(got.problems) > 5 else "")
             notes.append(Diagnostic("RK507", f"{label}: {shown}", Span(label, 1, 1), severity=Severity.WARNING))
-        out.append(dump_observation(dump, label))
+        out.append(got)
     return out
 
 
 def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = None
-                            ) -> tuple[list[Observation], list[Diagnostic]]:
+                            ) -> tuple[list[Observation | FRDump], list[Diagnostic]]:
     """Normalized Observation records, one JSON object a line:
     {"source": "syslog", "node": "n1", "format": "text", "line": "..."} (or "lines": [...]),
     and metric series {"kind": "metric", "node", "name", "labels", "samples": [[t, v], ...]}
     (appended to `metrics`; without that list they are noted and skipped)."""
-    out: list[Observation] = []
+    out: list[Observation | FRDump] = []
     diags: list[Diagnostic] = []
     current: Observation | None = None
     with open(path, "rb") as f:
@@ -256,7 +258,9 @@ def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = Non
                 continue
             if isinstance(rec, dict) and rec.get("kind") == "flight_recorder":
                 try:
-                    out.append(observation_from_record(rec, f"{path.name}:{n}"))
+                    dump = observation_from_record(rec, f"{path.name}:{n}")
+                    dump.nbytes = len(raw)
+                    out.append(dump)
                 except FRDumpError as e:
                     diags.append(Diagnostic("RK507", str(e), Span(str(path), n, 1)))
                 current = None
