@@ -358,12 +358,13 @@ def _where(g: _Group, seq: int, op: str) -> str:
     return f"collective {seq} ({op}) of pg {g.name}{' (' + g.desc + ')' if g.desc else ''}"
 
 
-def _stuck_collective(g: _Group, dumps: Mapping[int, FRDump], systematic: bool = False
-                      ) -> tuple[StuckCollective, dict[int, str]] | None:
+def _stuck_collective(g: _Group, dumps: Mapping[int, FRDump], systematic: bool = False,
+                      overwritten: frozenset[int] = frozenset()) -> tuple[StuckCollective, dict[int, str]] | None:
     """The group's stuck collective (None: idle) and the lagging ranks blocked on an
     earlier op of their own.  `systematic`: most ranks of the job have a GPU that never
     started their stuck collective with nothing earlier pending, so that is not one
-    GPU's fault (see `_gpu_stalls`)."""
+    GPU's fault (see `_gpu_stalls`).  `overwritten`: ranks whose dump of this attempt a
+    later attempt replaced; they left one, so they are never named for leaving none."""
     prog = {r: p for r, p in g.progress.items() if r in dumps}
     if not prog:
         return None
@@ -402,6 +403,10 @@ def _stuck_collective(g: _Group, dumps: Mapping[int, FRDump], systematic: bool =
                      "of the job: not one GPU's fault")
         gpu_stuck = []
     culprits += gpu_stuck
+    lost = [r for r in missing if r in overwritten]
+    if lost:
+        notes.append(f"the dump(s) of rank(s) {ranges(lost)} were replaced by a later attempt's")
+        missing = [r for r in missing if r not in overwritten]
     if missing and len(missing) > max(1, len(members) // 2):
         notes.append(f"{len(missing)} of {len(members)} member(s) left no dump: too few dumps to name those")
     elif missing:
@@ -644,13 +649,15 @@ def _dead_peers(groups: Mapping[tuple, _Group], dumps: Mapping[int, FRDump], pee
 
 
 def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, epoch: int = 0,
-                  peer_errors: Iterable[int] = ()) -> FRAnalysis:
+                  peer_errors: Iterable[int] = (), overwritten: Iterable[int] = ()) -> FRAnalysis:
     """The analysis of one attempt's dumps (by rank; see the module docstring).
     `peer_errors`: ranks whose own log says their last op failed because a peer closed
     the connection or exited (a flight recorder marks a failed op retired, like a
     completed one): such a rank did not stop of itself, and the members of that op's
-    group that left no dump did."""
+    group that left no dump did.  `overwritten`: ranks whose dump of this attempt a later
+    attempt's replaced (not named for leaving none)."""
     groups = _groups(dumps, world_size)
+    replaced = frozenset(overwritten) - set(dumps)
     world = set().union(*(g.members for g in groups.values())) if groups else set()
     if world_size:
         world |= set(range(world_size))
@@ -661,7 +668,7 @@ def analyze_epoch(dumps: Mapping[int, FRDump], world_size: int | None = None, ep
     systematic = len(_gpu_stalls(groups, dumps)) * 2 > len(dumps)
     for key in sorted(groups, key=lambda k: (-len(groups[k].members), k[0], k[1] or ())):
         g = groups[key]
-        got = _stuck_collective(g, dumps, systematic)
+        got = _stuck_collective(g, dumps, systematic, replaced)
         if got is not None:
             s, b = got
             stuck.append(s)
@@ -713,8 +720,9 @@ def analyze(dumps: Mapping[int, FRDump] | Iterable[FRDump], world_size: int | No
         return FRAnalysis([], sorted(range(world_size or 0)), [], [], {}, [], "no dump names its rank",
                           duplicates=duplicates)
     errors = set(peer_errors)
-    out = [analyze_epoch({d.rank: d for d in ep}, world_size, i, errors if i == len(epochs) - 1 else ())  # type: ignore[misc]
-           for i, ep in enumerate(epochs)]
+    later = [set().union(*({d.rank for d in e} for e in epochs[i + 1:])) for i in range(len(epochs))]
+    out = [analyze_epoch({d.rank: d for d in ep}, world_size, i, errors if i == len(epochs) - 1 else (),  # type: ignore[misc]
+                         later[i]) for i, ep in enumerate(epochs)]
     last = out[-1]
     last.earlier = out[:-1]
     last.duplicates = duplicates
