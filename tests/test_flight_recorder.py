@@ -508,3 +508,31 @@ def test_restart_attempts_in_one_folder_are_analysed_apart():
     a = analyze(list(mixed.values()), 4)
     assert a.culprit_ranks == [0] and a.epoch == 1 and a.missing_dumps == [0]
     assert [e.dump_ranks for e in a.earlier] == [[0]] and a.earlier[0].culprit_ranks == []
+
+
+def _reader_that_dies_on_rank_4(item):
+    if item[1].endswith("_4"):
+        os._exit(9)  # as if the kernel killed the reader
+    from rulekit.inputs.fr_bulk import _read_dump_here
+    return _read_dump_here(item)
+
+
+def test_a_reader_process_that_dies_is_a_refused_dump_not_a_hang(tmp_path, monkeypatch):
+    """A worker process killed mid-file (OOM killer, a crash in C) gives that file (and any
+    other the broken pool could not finish) an FRDumpError; errors cross processes intact."""
+    import pickle as _pickle
+
+    from rulekit.inputs import fr_bulk
+    from rulekit.inputs.fr_pickle import FRDumpError
+
+    e = _pickle.loads(_pickle.dumps(FRDumpError("f", "bad", 3, 1, 2)))
+    assert (e.where, e.message, e.offset, e.line, e.col, str(e)) == ("f", "bad", 3, 1, 2, "f at byte 3: bad")
+    if not fr_bulk.can_cap():
+        pytest.skip("no RLIMIT_AS here")
+    paths = write_pickle(Sim(world=20, tp=4).dumps(), tmp_path / "fr")
+    monkeypatch.setattr(fr_bulk, "_read_capped", _reader_that_dies_on_rank_4)
+    got = fr_bulk.read_dump_files([(p, p.name) for p in paths], workers=2)
+    assert len(got) == 20
+    dead = {g.where for g in got if isinstance(g, FRDumpError)}
+    assert "nccl_trace_rank_4" in dead
+    assert all("ended without an answer" in g.message for g in got if isinstance(g, FRDumpError))

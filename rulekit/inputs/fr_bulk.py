@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Iterable
 
@@ -85,6 +86,16 @@ def _read_capped(item: tuple[str, str]) -> Result:
         return FRDumpError(label, "reading the dump asks for more memory than a dump can need")
 
 
+def _read_dump_here(item: tuple[str, str]) -> Result:
+    """One file, read in this process with the opcode walk first."""
+    path, label = item
+    p = Path(path)
+    try:
+        return parse_dump_bytes(read_bounded(p, label), label, rank_from_name(p.name))
+    except FRDumpError as e:
+        return e
+
+
 def workers_for(n_files: int, requested: int | None = None) -> int:
     """Worker processes for reading `n_files` dumps (0: read here; `requested` 0 forces that)."""
     if n_files < MIN_PARALLEL_FILES or not can_cap() or not fork_is_safe():
@@ -101,14 +112,16 @@ def read_dump_files(items: Iterable[tuple[Path, str]], workers: int | None = Non
     todo = [(str(p), label) for p, label in items]
     n = workers_for(len(todo), workers)
     if n == 0:
-        out: list[Result] = []
-        for path, label in todo:
-            p = Path(path)
-            try:
-                out.append(parse_dump_bytes(read_bounded(p, label), label, rank_from_name(p.name)))
-            except FRDumpError as e:
-                out.append(e)
-        return out
+        return [_read_dump_here(item) for item in todo]
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(n) as pool:
-        return list(pool.imap(_read_capped, todo, chunksize=max(1, min(16, len(todo) // (4 * n)))))
+    results: list[Result | None] = [None] * len(todo)
+    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        futures = {pool.submit(_read_capped, item): i for i, item in enumerate(todo)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            try:
+                results[i] = fut.result()
+            except Exception as e:  # a reader process died (killed, crashed): no verdict from it, no hang
+                results[i] = FRDumpError(todo[i][1], f"the process reading it ended without an answer "
+                                                     f"({type(e).__name__})")
+    return [r for r in results if r is not None]

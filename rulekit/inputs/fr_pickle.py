@@ -40,6 +40,9 @@ class FRDumpError(ValueError):
         at = f" at byte {offset}" if offset is not None else ""
         super().__init__(f"{where}{at}: {message}")
 
+    def __reduce__(self):  # crosses from a reader process intact (the default passes one argument)
+        return (type(self), (self.where, self.message, self.offset, self.line, self.col))
+
 
 # opcodes that build builtin containers and scalars; anything else can call code
 _ALLOWED = frozenset({
