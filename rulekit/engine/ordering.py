@@ -1,39 +1,71 @@
 """The order of evidence: one explicit key, the same whatever the log files are
-called and in whatever order they are read (DESIGN "Attribution result").
+called and in whatever order they are read (DESIGN "Attribution result"), and the
+order in time rules reason with (`lead`, `all_before`), with the clock-skew
+tolerance of docs/time.md.
 
-An event sorts by its line's timestamp or, for a line without one, the
-timestamp `carried` from the nearest earlier stamped line of the same file
-(payload field `carried_ts`); events with neither come after all timed ones.
-Ties break on kernel uptime, then rank (lower first), then the line number,
-node, line text and, last, the event id.  File names and read order (the
-observation-context id) are never part of the key.
+An event sorts by its place on the job's one clock (`Event.when`, set by
+`rulekit.engine.timeline`: its line's timestamp or, for a line without one, the
+timestamp `carried` from the nearest earlier stamped line of the same file and
+rank, payload field `carried_ts`; zoned stamps in UTC, naive ones in the job's
+zone); events with neither come after all timed ones.  Ties break on kernel
+uptime, then rank (lower first), then the line number, node, line text and, last,
+the event id.  File names and read order (the observation-context id) are never
+part of the key.
 
 `TimeCarry` (`rulekit.extract.hitfacts`, where chunk-parallel workers use it
 too) finds the carried timestamp during extraction: at each hit it looks back
 (at most `LOOKBACK` bytes, C-speed searches of the stretch reversed) for the
-last line that looks time-stamped and parses it.  Pure: no SQL, no rule knowledge.
+last line of the hit's rank that looks time-stamped and parses it.  Pure: no SQL,
+no rule knowledge.
 """
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any, Iterable
 
 NO_RANK = 1 << 30
+_UTC = "+00:00"
+
+
+def when_of(ts: str | None) -> str | None:
+    """A timestamp's place on the job's clock read as UTC (`Event.when` when the timeline
+    did not set one): a zoned stamp (always given in UTC) without its zone, a naive one as it reads."""
+    if not ts:
+        return None
+    return ts[:-6] if ts.endswith(_UTC) else ts
+
+
+def when(e: Any) -> str | None:
+    """An event's place on the job's clock (own timestamp, else the carried one), or None."""
+    w = getattr(e, "when", None)
+    if w is not None:
+        return w
+    return when_of(e.timestamp or e.fields.get("carried_ts"))
+
+
+def time_source(e: Any) -> str | None:
+    """"line" (the event's line printed its stamp), "inherited" (carried from an earlier
+    line of its file and rank), or None (no time)."""
+    if e.timestamp:
+        return "line"
+    return "inherited" if e.fields.get("carried_ts") else None
 
 
 def event_order_key(e: Any) -> tuple:
     """The total order of events (see the module docstring)."""
     f = e.fields
-    ts = e.timestamp or f.get("carried_ts")
+    w = when(e)
     rank = _rank(f)
-    return ((0, ts) if ts else (1, ""), float(f.get("uptime") or 0.0), rank, e.line_num or 0, e.node or "",
+    return ((0, w) if w else (1, ""), float(f.get("uptime") or 0.0), rank, e.line_num or 0, e.node or "",
             e.datum or "", e.id)
 
 
 def time_part(e: Any) -> tuple:
     """`event_order_key(e)[0]`, the part the order compares first, alone (cheaper)."""
-    ts = e.timestamp or e.fields.get("carried_ts")
-    return (0, ts) if ts else (1, "")
+    w = when(e)
+    return (0, w) if w else (1, "")
 
 
 def first_in_order(events: list, k: int) -> list:
@@ -57,3 +89,87 @@ def _rank(fields: dict) -> int:
         except (TypeError, ValueError):
             continue
     return NO_RANK
+
+
+# ---- order in time, for rules ------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def seconds_of(w: str) -> float | None:
+    """Seconds on the job's clock of a `when` string (None: not a moment; a year-less
+    stamp whose year stayed unknown counts from year 2000, so two of them compare)."""
+    try:
+        if w.startswith("0000"):
+            w = "2000" + w[4:]
+        return datetime.fromisoformat(w).replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def seconds(e: Any) -> float | None:
+    """The event's time in seconds on the job's clock, or None."""
+    w = when(e)
+    return seconds_of(w) if w else None
+
+
+def _stream(e: Any) -> tuple:
+    """What makes line order time order: one file (observation) and one rank in it."""
+    rank = _rank(e.fields)
+    return (e.obs_context_id, rank)
+
+
+def lead(a: Any, b: Any, skew: float) -> float | None:
+    """By how many seconds event `a` provably comes before event `b`, or None when that
+    cannot be shown.  Shown by the lines of one file and rank (`a`'s line first: the
+    lead is the stamps' difference, 0.0 without stamps), or by the stamps: `a`'s own
+    (a carried stamp only says when a line was printed at the earliest) more than
+    `skew` seconds (clock skew and stamp resolution, docs/time.md) before `b`'s own
+    or carried stamp."""
+    ta, tb = seconds(a), seconds(b)
+    if a.obs_context_id is not None and _stream(a) == _stream(b) and a.line_num is not None \
+            and b.line_num is not None:
+        if a.line_num < b.line_num:
+            return max(0.0, tb - ta) if ta is not None and tb is not None else 0.0
+        return None
+    if ta is None or tb is None or not a.timestamp:
+        return None
+    gap = tb - ta
+    return gap if gap > skew else None
+
+
+def all_before(first: Iterable[Any], then: Iterable[Any], skew: float) -> float | None:
+    """The least lead (`lead`) of every event of `first` over every event of `then`:
+    None unless each one of `first` provably comes before each one of `then` (and both
+    have events).  Linear in the events (per file and rank of `then`: its first line,
+    its earliest stamp, whether a line of it has none)."""
+    first, then = list(first), list(then)
+    if not first or not then:
+        return None
+    streams: dict[tuple, list] = {}  # stream -> [first event by line, earliest stamp, has an unstamped event]
+    for b in then:
+        s = _stream(b)
+        st = streams.get(s)
+        if st is None:
+            st = streams[s] = [b, None, False]
+        elif b.line_num is not None and (st[0].line_num is None or b.line_num < st[0].line_num):
+            st[0] = b
+        tb = seconds(b)
+        if tb is None:
+            st[2] = True
+        elif st[1] is None or tb < st[1]:
+            st[1] = tb
+    least: float | None = None
+    for a in first:
+        sa = _stream(a)
+        ta = seconds(a) if a.timestamp else None  # (a carried stamp is no upper bound)
+        for s, (b, earliest, unstamped) in streams.items():
+            if s == sa and a.obs_context_id is not None:
+                if lead(a, b, skew) is None:  # one file and rank: its first line decides (line order)
+                    return None
+                got = max(0.0, earliest - ta) if earliest is not None and ta is not None else 0.0
+            else:
+                if unstamped or ta is None or earliest is None or earliest - ta <= skew:
+                    return None
+                got = earliest - ta
+            least = got if least is None else min(least, got)
+    return least

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import functools
 from typing import Any, Callable, Iterable
 
 from rulekit.rules.corpus import RuleEngine
@@ -27,6 +28,7 @@ from rulekit.engine.phases import (
     ReportPhase,
 )
 from rulekit.engine.store import EventManager, TraceEntry, paused_gc
+from rulekit.engine.timeline import Clock
 from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
@@ -99,6 +101,7 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
+        stream.timeline = functools.partial(Clock.of, self.job)  # years and one clock for every stamp (docs/time.md)
         state = AttributionState(self.engine, self.job, stream, trace)
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
