@@ -1,7 +1,7 @@
 """The order of evidence: one explicit key, the same whatever the log files are
 called and in whatever order they are read (DESIGN "Attribution result"), and the
-order in time rules reason with (`lead`, `all_before`), with the clock-skew
-tolerance of docs/time.md.
+order in time rules reason with (`lead`, `Before`, `all_before`), with the
+clock-skew tolerance of docs/time.md.
 
 An event sorts by its place on the job's one clock (`Event.when`, set by
 `rulekit.engine.timeline`: its line's timestamp or, for a line without one, the
@@ -112,64 +112,83 @@ def seconds(e: Any) -> float | None:
     return seconds_of(w) if w else None
 
 
-def _stream(e: Any) -> tuple:
-    """What makes line order time order: one file (observation) and one rank in it."""
-    rank = _rank(e.fields)
-    return (e.obs_context_id, rank)
+def _stream(e: Any) -> tuple | None:
+    """One file (observation) and one rank in it: where print order is record order."""
+    if e.obs_context_id is None or e.line_num is None:
+        return None
+    return (e.obs_context_id, _rank(e.fields))
 
 
 def lead(a: Any, b: Any, skew: float) -> float | None:
     """By how many seconds event `a` provably comes before event `b`, or None when that
-    cannot be shown.  Shown by the lines of one file and rank (`a`'s line first: the
-    lead is the stamps' difference, 0.0 without stamps), or by the stamps: `a`'s own
-    (a carried stamp only says when a line was printed at the earliest) more than
-    `skew` seconds (clock skew and stamp resolution, docs/time.md) before `b`'s own
-    or carried stamp."""
-    ta, tb = seconds(a), seconds(b)
-    if a.obs_context_id is not None and _stream(a) == _stream(b) and a.line_num is not None \
-            and b.line_num is not None:
-        if a.line_num < b.line_num:
-            return max(0.0, tb - ta) if ta is not None and tb is not None else 0.0
+    cannot be shown: `a`'s own stamp (a carried stamp only says when a line was printed
+    at the earliest) more than `skew` seconds (clock skew and stamp resolution,
+    docs/time.md) before `b`'s own or carried stamp, and, when the two are lines of one
+    file and rank, `a`'s line first (stamps that contradict the print order of one
+    stream prove nothing).  Line order alone proves nothing either: one report spans
+    several lines, and a summary line may come before its cause's."""
+    if not a.timestamp:
         return None
-    if ta is None or tb is None or not a.timestamp:
+    ta, tb = seconds(a), seconds(b)
+    if ta is None or tb is None:
         return None
     gap = tb - ta
-    return gap if gap > skew else None
+    if gap <= skew:
+        return None
+    s = _stream(a)
+    if s is not None and s == _stream(b) and a.line_num >= b.line_num:
+        return None
+    return gap
+
+
+class Before:
+    """`Before(then, skew)(a)`: the least lead (`lead`) of event `a` over every event of
+    `then`, None unless `a` provably comes before each of them (and there is one).
+    Linear: `then` is read once (its earliest stamp, whether one has none, the first
+    line of each file and rank)."""
+
+    def __init__(self, then: Iterable[Any], skew: float):
+        self.skew = skew
+        self.earliest: float | None = None
+        self.any = False
+        self.unstamped = False
+        self.first_line: dict[tuple, int] = {}  # file and rank -> the first line of `then` in it
+        for b in then:
+            self.any = True
+            tb = seconds(b)
+            if tb is None:
+                self.unstamped = True
+            elif self.earliest is None or tb < self.earliest:
+                self.earliest = tb
+            s = _stream(b)
+            if s is not None and (s not in self.first_line or b.line_num < self.first_line[s]):
+                self.first_line[s] = b.line_num
+
+    def __call__(self, a: Any) -> float | None:
+        if not self.any or self.unstamped or self.earliest is None or not a.timestamp:
+            return None
+        ta = seconds(a)
+        if ta is None:
+            return None
+        gap = self.earliest - ta
+        if gap <= self.skew:
+            return None
+        s = _stream(a)
+        if s is not None and s in self.first_line and a.line_num >= self.first_line[s]:
+            return None
+        return gap
 
 
 def all_before(first: Iterable[Any], then: Iterable[Any], skew: float) -> float | None:
-    """The least lead (`lead`) of every event of `first` over every event of `then`:
-    None unless each one of `first` provably comes before each one of `then` (and both
-    have events).  Linear in the events (per file and rank of `then`: its first line,
-    its earliest stamp, whether a line of it has none)."""
-    first, then = list(first), list(then)
-    if not first or not then:
-        return None
-    streams: dict[tuple, list] = {}  # stream -> [first event by line, earliest stamp, has an unstamped event]
-    for b in then:
-        s = _stream(b)
-        st = streams.get(s)
-        if st is None:
-            st = streams[s] = [b, None, False]
-        elif b.line_num is not None and (st[0].line_num is None or b.line_num < st[0].line_num):
-            st[0] = b
-        tb = seconds(b)
-        if tb is None:
-            st[2] = True
-        elif st[1] is None or tb < st[1]:
-            st[1] = tb
+    """The least lead of every event of `first` over every event of `then` (`Before`):
+    None unless each one of `first` provably comes before each one of `then`."""
+    before = Before(then, skew)
     least: float | None = None
+    n = 0
     for a in first:
-        sa = _stream(a)
-        ta = seconds(a) if a.timestamp else None  # (a carried stamp is no upper bound)
-        for s, (b, earliest, unstamped) in streams.items():
-            if s == sa and a.obs_context_id is not None:
-                if lead(a, b, skew) is None:  # one file and rank: its first line decides (line order)
-                    return None
-                got = max(0.0, earliest - ta) if earliest is not None and ta is not None else 0.0
-            else:
-                if unstamped or ta is None or earliest is None or earliest - ta <= skew:
-                    return None
-                got = earliest - ta
-            least = got if least is None else min(least, got)
-    return least
+        n += 1
+        got = before(a)
+        if got is None:
+            return None
+        least = got if least is None else min(least, got)
+    return least if n else None

@@ -21,7 +21,13 @@ from dataclasses import field
 from typing import Any, Callable, Iterator, Mapping
 
 from rulekit.rules.records import dataclass
-from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
+from rulekit.config import (
+    DEFAULT_CLOCK_SKEW_SECONDS,
+    DEFAULT_EVIDENCE_MAX,
+    DEFAULT_EVIDENCE_PER_KEY,
+    DEFAULT_GROUP_CAP,
+    DEFAULT_REPEAT_CAP,
+)
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
@@ -72,6 +78,7 @@ class FilterContext:
     registry: SymptomRegistry
     rule: str = ""
     selects: tuple = ()  # the rule's declared Selections
+    clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
 
     def selected(self) -> list[Event]:
         """The events the filter declared it reads (`selects=`), in id order."""
@@ -90,6 +97,7 @@ class RefinerContext:
     node: str | None = None
     outcome: OutcomeDecision | None = None
     rule: str = ""
+    clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
 
 
 @dataclass
@@ -689,7 +697,8 @@ class FilterPhase:
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects,
+                                state.engine.config.clock_skew_seconds)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -745,15 +754,17 @@ class RefinementPhase:
             node_set.put_many(symptom, node, ids)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
+        skew = state.engine.config.clock_skew_seconds
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
             self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
-                                                                reg, node=node, rule=rule.name))
+                                                                reg, node=node, rule=rule.name, clock_skew=skew))
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
         self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
-                                                            state.engine.registry, rule=rule.name))
+                                                            state.engine.registry, rule=rule.name,
+                                                            clock_skew=state.engine.config.clock_skew_seconds))
         self._back_propagate(state, job_set)
 
     def outcome(self, state: AttributionState) -> None:
@@ -767,7 +778,8 @@ class RefinementPhase:
         assert job_set is not None  # set by the outcome step
         self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                            state.engine.registry, outcome=state.decision,
-                                                           rule=rule.name))
+                                                           rule=rule.name,
+                                                           clock_skew=state.engine.config.clock_skew_seconds))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:

@@ -239,7 +239,8 @@ class TraceEntry(NamedTuple):
 
     phase: str
     rule: str
-    action: str  # add | demote | promote | discard | set_symptom | (refiner) discard_symptom | demote_symptom
+    action: str  # add | demote | promote | discard | set_symptom | keep | (refiner) discard_symptom | demote_symptom
+    #            | keep_symptom | prefer_symptom (notes: what a rule left as it was, or chose, and why)
     event_id: int | None
     symptom: str | None
     node: str | None
@@ -1074,6 +1075,17 @@ class EventStream:
     def demote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """bad -> interesting; returns how many changed."""
         return self._retype(events, EventType.INTERESTING_NODE, EventType.BAD_NODE, rule, "demote", reason)
+
+    def note(self, events: Iterable[Event], rule: str | None = None, reason: str = "", action: str = "keep") -> int:
+        """Record in the trace why a rule left these events as they are (`action`, e.g.
+        "keep": a victim kept bad because it came first); changes nothing, so a frozen
+        stream may be noted too.  Returns how many were noted."""
+        rule = self._author(rule)
+        n = 0
+        for e in events:
+            self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
+            n += 1
+        return n
 
     def promote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """interesting -> bad; returns how many changed."""
