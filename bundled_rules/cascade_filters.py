@@ -35,11 +35,11 @@ never decide the outcome.
 import re
 from datetime import datetime
 
-from rulekit.plugin import Before, EventSpec, FilterPriority, Selection, filter_def, register_symptom
+from rulekit.plugin import EventSpec, FilterPriority, Selection, filter_def, register_symptom
 
 from .common.relations import (
-    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
-    lead_text, nvlink5_filtering_demotes, order_key, rank_field,
+    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, before_all, ip_host_map,
+    is_primary, lead_text, nvlink5_filtering_demotes, order_key, rank_field,
 )
 
 AUTHOR = "rulekit corpus"
@@ -416,7 +416,7 @@ def ib_status12_peer_blame(context):
         other_primary = [e for e in on_remote if is_primary(e.symptom, reg)
                          and reg.info(e.symptom).outcome != "network"]
         if other_primary:
-            before = Before(other_primary, context.clock_skew)
+            before = before_all(context, other_primary)
             first = [e for e in evs if before(e) is not None]  # reports before the peer's fault are not its victims
             if len(first) < len(evs):
                 stream.demote([e for e in evs if e not in first],
@@ -614,7 +614,7 @@ def demote_victims_when_primary(context):
     if not victims:
         return
     # a victim that provably came before every primary fault is not their victim: it stays bad
-    before = Before(primaries, context.clock_skew)
+    before = before_all(context, primaries)
     first = min(primaries, key=order_key)
     demoted = []
     for v in victims:

@@ -44,9 +44,14 @@ OFF_BUS = ("XID-79-FALLEN_OFF_THE_BUS",)
 BEFORE_OFF_BUS_OK = ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL", "THERMAL_THROTTLE")
 
 
+def _stamped_seconds(e):
+    """The seconds of an event's own stamp on the job's clock, or None."""
+    return event_seconds(e) if e.timestamp else None
+
+
 def _comparable(a, b):
     """True/False when events a and b can be ordered, None when they cannot."""
-    if a.timestamp and b.timestamp and event_seconds(a) is not None and event_seconds(b) is not None:
+    if _stamped_seconds(a) is not None and _stamped_seconds(b) is not None:
         return True
     if a.obs_context_id == b.obs_context_id:
         return True
@@ -56,8 +61,9 @@ def _comparable(a, b):
 
 
 def _earlier(a, b):
-    if a.timestamp and b.timestamp and event_seconds(a) is not None and event_seconds(b) is not None:
-        return event_seconds(a) < event_seconds(b)
+    ta, tb = _stamped_seconds(a), _stamped_seconds(b)
+    if ta is not None and tb is not None:
+        return ta < tb
     if a.obs_context_id == b.obs_context_id:
         return (a.line_num or 0) < (b.line_num or 0)
     return float(a.fields.get("uptime") or 0) < float(b.fields.get("uptime") or 0)
@@ -107,8 +113,9 @@ def nvlink_explains_nccl(context):
 
 def _after(e, stop):
     """True when event e provably comes after the stop event."""
-    if e.timestamp and stop.timestamp and event_seconds(e) is not None and event_seconds(stop) is not None:
-        return event_seconds(e) > event_seconds(stop)
+    te, ts = _stamped_seconds(e), _stamped_seconds(stop)
+    if te is not None and ts is not None:
+        return te > ts
     if e.obs_context_id is not None and e.obs_context_id == stop.obs_context_id:
         return (e.line_num or 0) > (stop.line_num or 0)
     return False

@@ -19,9 +19,9 @@ outcome mapping knows which symptom won on rank, and because preferring a root m
 not remove evidence (a FINAL demotion would take a second faulty node out of
 `bad_nodes`).  Times and tolerance: docs/time.md.
 """
-from rulekit.plugin import Before, RefinerPriority, order_key, refiner_def
+from rulekit.plugin import RefinerPriority, order_key, refiner_def
 
-from .common.relations import VICTIMS, lead_text
+from .common.relations import VICTIMS, before_all, lead_text
 
 AUTHOR = "rulekit corpus"
 
@@ -56,7 +56,7 @@ def first_in_time_root_cause(context):
     if not rivals:
         return
     root_events = stream.query("bad_node", symptom=root)
-    before = Before(root_events, context.clock_skew)
+    before = before_all(context, root_events)
     best = None  # (its first event's order key, symptom, first event, lead in seconds)
     for sym in rivals:
         evs = stream.query("bad_node", symptom=sym)

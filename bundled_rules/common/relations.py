@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from rulekit.plugin import Before
+from rulekit.plugin import Before, job_window
 from rulekit.plugin import order_key as event_order_key
 
 # never the root cause when a primary fault exists (they stay as interesting evidence)
@@ -129,19 +129,25 @@ def lead_text(gap: float) -> str:
     return f"{gap:.3f} s" if gap < 1 else f"{gap:.0f} s"
 
 
+def before_all(context, events):
+    """`rulekit.plugin.Before` over `events` with the job's clock-skew tolerance and time
+    window: `before_all(context, causes)(e)` is by how many seconds `e` provably came
+    before every one of them, else None."""
+    return Before(events, context.clock_skew, job_window(context.job))
+
+
 def spare_first(context, symptom_set, candidates, causes, rule: str, node=None) -> set[str]:
     """Of `candidates` (symptoms a rule is about to demote as consequences of the
     symptoms `causes`), those whose every bad event (on `node`, or anywhere) provably
-    came before every bad event of the causes there (`rulekit.plugin.Before`, with the
-    job's clock-skew tolerance `context.clock_skew`): a consequence cannot precede its
-    cause.  Each is noted in the trace on `symptom_set` (`keep_symptom`, with the lead
+    came before every bad event of the causes there (`before_all`: the job's clock-skew
+    tolerance and time window): a consequence cannot precede its cause.  Each is noted in the trace on `symptom_set` (`keep_symptom`, with the lead
     in seconds) and returned for the rule to leave alone."""
     stream = context.event_stream
     causes = [c for c in causes if c]
     cause_events = [e for c in causes for e in stream.query("bad_node", symptom=c, node=node)]
     if not cause_events:
         return set()
-    before = Before(cause_events, context.clock_skew)
+    before = before_all(context, cause_events)
     spared = set()
     for sym in candidates:
         evs = stream.query("bad_node", symptom=sym, node=node)

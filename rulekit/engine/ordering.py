@@ -38,10 +38,11 @@ def when_of(ts: str | None) -> str | None:
 
 
 def when(e: Any) -> str | None:
-    """An event's place on the job's clock (own timestamp, else the carried one), or None."""
+    """An event's place on the job's clock (own timestamp, else the carried one), or None.
+    `Event.when` once the timeline settled it ("": no time), else read from the stamps."""
     w = getattr(e, "when", None)
     if w is not None:
-        return w
+        return w or None
     return when_of(e.timestamp or e.fields.get("carried_ts"))
 
 
@@ -119,18 +120,40 @@ def _stream(e: Any) -> tuple | None:
     return (e.obs_context_id, _rank(e.fields))
 
 
-def lead(a: Any, b: Any, skew: float) -> float | None:
+JOB_WINDOW_MARGIN = 24 * 3600.0  # seconds around a job's start and end where its lines' stamps are trusted
+
+
+def job_window(job: Any, margin: float = JOB_WINDOW_MARGIN) -> tuple[float, float] | None:
+    """The span (seconds on the job's clock) in which a stamp can be one of the job's own:
+    its record's start and end, `margin` before and after (pre-job syslog, clocks off by a
+    zone); None when the record gives neither.  A stamp outside it is shown, and orders
+    the evidence, but proves nothing about order (`lead`): a clock that wrong, or lines
+    pasted from another run, would make any conclusion arbitrary."""
+    start, end = getattr(job, "start", None), getattr(job, "end", None)
+    if start is None and end is None:
+        return None
+    lo = (start or end).timestamp() - margin
+    hi = (end or start).timestamp() + margin
+    return lo, hi
+
+
+def _in(t: float | None, window: tuple[float, float] | None) -> bool:
+    return t is not None and (window is None or window[0] <= t <= window[1])
+
+
+def lead(a: Any, b: Any, skew: float, window: tuple[float, float] | None = None) -> float | None:
     """By how many seconds event `a` provably comes before event `b`, or None when that
     cannot be shown: `a`'s own stamp (a carried stamp only says when a line was printed
     at the earliest) more than `skew` seconds (clock skew and stamp resolution,
-    docs/time.md) before `b`'s own or carried stamp, and, when the two are lines of one
-    file and rank, `a`'s line first (stamps that contradict the print order of one
-    stream prove nothing).  Line order alone proves nothing either: one report spans
-    several lines, and a summary line may come before its cause's."""
+    docs/time.md) before `b`'s own or carried stamp, both inside the job's `window`
+    (`job_window`) when there is one, and, when the two are lines of one file and rank,
+    `a`'s line first (stamps that contradict the print order of one stream prove
+    nothing).  Line order alone proves nothing either: one report spans several lines,
+    and a summary line may come before its cause's."""
     if not a.timestamp:
         return None
     ta, tb = seconds(a), seconds(b)
-    if ta is None or tb is None:
+    if not _in(ta, window) or not _in(tb, window):
         return None
     gap = tb - ta
     if gap <= skew:
@@ -142,21 +165,22 @@ def lead(a: Any, b: Any, skew: float) -> float | None:
 
 
 class Before:
-    """`Before(then, skew)(a)`: the least lead (`lead`) of event `a` over every event of
-    `then`, None unless `a` provably comes before each of them (and there is one).
-    Linear: `then` is read once (its earliest stamp, whether one has none, the first
-    line of each file and rank)."""
+    """`Before(then, skew, window)(a)`: the least lead (`lead`) of event `a` over every
+    event of `then`, None unless `a` provably comes before each of them (and there is
+    one).  Linear: `then` is read once (its earliest stamp, whether one has none or one
+    outside the window, the first line of each file and rank)."""
 
-    def __init__(self, then: Iterable[Any], skew: float):
+    def __init__(self, then: Iterable[Any], skew: float, window: tuple[float, float] | None = None):
         self.skew = skew
+        self.window = window
         self.earliest: float | None = None
         self.any = False
-        self.unstamped = False
+        self.unstamped = False  # (or stamped outside the window: no proof either way)
         self.first_line: dict[tuple, int] = {}  # file and rank -> the first line of `then` in it
         for b in then:
             self.any = True
             tb = seconds(b)
-            if tb is None:
+            if not _in(tb, window):
                 self.unstamped = True
             elif self.earliest is None or tb < self.earliest:
                 self.earliest = tb
@@ -168,7 +192,7 @@ class Before:
         if not self.any or self.unstamped or self.earliest is None or not a.timestamp:
             return None
         ta = seconds(a)
-        if ta is None:
+        if not _in(ta, self.window):
             return None
         gap = self.earliest - ta
         if gap <= self.skew:
@@ -179,10 +203,11 @@ class Before:
         return gap
 
 
-def all_before(first: Iterable[Any], then: Iterable[Any], skew: float) -> float | None:
+def all_before(first: Iterable[Any], then: Iterable[Any], skew: float,
+               window: tuple[float, float] | None = None) -> float | None:
     """The least lead of every event of `first` over every event of `then` (`Before`):
     None unless each one of `first` provably comes before each one of `then`."""
-    before = Before(then, skew)
+    before = Before(then, skew, window)
     least: float | None = None
     n = 0
     for a in first:

@@ -196,7 +196,7 @@ class Event:
     label: str | None
     payload: dict[str, Any] = field(default_factory=dict)
     obs_context_id: int | None = None
-    # its place on the job's one clock (`rulekit.engine.timeline`; None: read from the timestamps)
+    # its place on the job's one clock (`rulekit.engine.timeline`; "": none; None: not settled, read the stamps)
     when: str | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -841,11 +841,12 @@ class EventStream:
                 self.manager.flush()
                 events = (_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
             if self.timeline is not None:  # every event placed on the job's clock before a rule reads one
-                events = list(events)
-                self._clock = self.timeline(events)
-                settle = self._clock.settle
-                for e in events:
-                    settle(e)
+                with paused_gc():  # (the job's events in one go, as `_WorkingSet` builds them)
+                    events = list(events)
+                    self._clock = self.timeline(events)
+                    settle = self._clock.settle
+                    for e in events:
+                        settle(e)
             self._ws = _WorkingSet(events)
             self.manager.streams.add(self)
         return self._ws

@@ -93,7 +93,7 @@ class Clock:
                 y = self.year_of(carried)
                 if y is not None:
                     carried = fields["carried_ts"] = y + carried[4:]
-        e.when = self.place(ts or carried)
+        e.when = self.place(ts or carried) or ""  # ("": settled, no time)
 
     def place(self, ts: str | None) -> str | None:
         """A timestamp's place on the clock (UTC, fixed format), or None."""

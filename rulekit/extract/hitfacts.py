@@ -21,6 +21,7 @@ functions of bytes; no rules, no events, no I/O.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
@@ -111,6 +112,7 @@ class TimeCarry:
         self._chunk: bytes | None = None
         self._base = 0  # where the chunk starts in the file
         self._floor: dict[Any, int] = {}  # rank -> where its last hit line before this chunk ends, in the file
+        self.first = FirstTry()
 
     def _state(self, rank: Any) -> _Rank:
         st = self._ranks.get(rank)
@@ -130,12 +132,12 @@ class TimeCarry:
     def _resolve(self, st: _Rank, rank: Any) -> Any:
         if st.pending:
             for chunk, lo, start, before in reversed(st.pending):
-                raw = _last_clock_line(chunk, lo, start, rank)
+                raw = _last_clock_line(chunk, lo, start, rank, self.first)
                 if raw is None and before is not None:
                     if isinstance(before, Tail):  # a worker: the caller searches the bytes before
                         st.ts = before
                         break
-                    raw = _last_clock_line(self.tail, before, len(self.tail), rank)
+                    raw = _last_clock_line(self.tail, before, len(self.tail), rank, self.first)
                 if raw is not None:
                     ts = timestamp_of(decode_line(raw), self.year)[0]
                     if ts:
@@ -224,14 +226,20 @@ class TimeCarry:
         return {r: st.last_end for r, st in self._ranks.items() if st.last_end >= 0}
 
 
-def _last_clock_line(chunk: bytes, lo: int, start: int, rank: Any = None) -> bytes | None:
+def _last_clock_line(chunk: bytes, lo: int, start: int, rank: Any = None, first: Any = None) -> bytes | None:
     """The line of `chunk[lo:start]`'s last clock on a line of `rank` (`rank_of_raw`), or
     None: the whole line, from its start in `chunk` (which may lie before `lo`: a window
     that starts inside the line).  Found by searching the stretch reversed, in blocks
     from its end growing 4x (a clock reads the same reversed; the first one found is the
     last one): the backtracking search costs ~140 instructions a byte, this ~20, and
-    stops at the first clock from the end; a clock on another rank's line sends the
-    search on from that line's start."""
+    stops at the first clock from the end.  For a rank, the last clock line of any rank
+    is looked at first (`first`, a `FirstTry`: while it is usually the rank's own, as in
+    a log whose ranks print in bursts); when it is another rank's, or not looked at, the
+    rank's own lines are searched (`_last_rank_clock_line`: C-speed searches skip the
+    other ranks' lines).  For lines with no rank, the clock lines one by one.  The line
+    found is the same either way."""
+    if rank is not None and (first is None or not first.worth()):
+        return _last_rank_clock_line(chunk, lo, start, rank)
     e, size = start, 256
     while e > lo:
         b = max(lo, e - size)
@@ -242,12 +250,80 @@ def _last_clock_line(chunk: bytes, lo: int, start: int, rank: Any = None) -> byt
             le = chunk.find(b"\n", end, start)
             raw = chunk[ls:le if le >= 0 else start]
             if rank_of_raw(raw) == rank:
+                if first is not None:
+                    first.note(True)
                 return raw
-            e = ls  # another rank's line: on before it (no clock runs across a line start)
+            if rank is not None:  # (no clock line after this one: the rank's lines before it)
+                first.note(False)
+                return _last_rank_clock_line(chunk, lo, ls, rank) if ls > lo else None
+            e, size = ls, 256  # a rank's line: on before it (no clock runs across a line start)
             continue
         if b == lo:
             return None
         e, size = b + 7, size * 4  # the next block overlaps by 7 bytes: a clock across `b` is whole in it
+    return None
+
+
+class FirstTry:
+    """Whether looking at the last clock line of any rank first pays, for one observation:
+    it does while that line is the asking rank's own at least half the time (ranks that
+    print in bursts), not when ranks interleave line by line (a wasted search each time).
+    What it decides changes the cost, never the line found."""
+
+    __slots__ = ("tries", "hits", "asks")
+
+    def __init__(self) -> None:
+        self.tries = self.hits = self.asks = 0
+
+    def worth(self) -> bool:
+        self.asks += 1
+        return self.tries < 8 or 2 * self.hits >= self.tries or self.asks % 32 == 0  # (now and then: look again)
+
+    def note(self, hit: bool) -> None:
+        self.tries += 1
+        self.hits += hit
+        if self.tries >= 64:  # the recent asks count
+            self.tries //= 2
+            self.hits //= 2
+
+
+@lru_cache(maxsize=1024)
+def _rank_marks(rank: int) -> tuple[bytes, bytes, tuple[bytes, ...]]:
+    """The literals a prefix of `rank` ends with, `12: ` (`srun -l`, also `012: `, ` 12: `)
+    and `12]:` (`[rank12]:`, `[default12]:`), and how a line of it starts without blanks
+    or leading zeros (`startswith`: no regex needed)."""
+    d = str(rank).encode()
+    return d + b": ", d + b"]:", (d + b": ", b"[rank" + d + b"]:", b"[default" + d + b"]:")
+
+
+def _last_rank_clock_line(chunk: bytes, lo: int, start: int, rank: int) -> bytes | None:
+    """`_last_clock_line` for a rank: its lines from the newest back, the first with a
+    clock inside the stretch.  A line of the rank holds one of its prefix's literals
+    (`_rank_marks`), found from the end with `bytes.rfind` (C speed, the other ranks'
+    lines skipped but for the few that hold the same literal) in blocks growing 4x, so
+    a search costs about the distance back to the line it finds (a literal the log
+    never prints is not searched for over the whole stretch); each one found is
+    checked whole (`rank_of_raw`, unless it starts with the plain prefix)."""
+    srun, bracket, plain = _rank_marks(rank)
+    over = len(bracket) - 1  # a literal across a block's start is whole in the next block
+    floor = chunk.rfind(b"\n", 0, lo) + 1  # a line may start before the stretch and have its clock in it
+    e, size = start, 2048
+    while e > floor:
+        b = max(floor, e - size)
+        at = chunk.rfind(srun, b, e)
+        at = max(at, chunk.rfind(bracket, max(b, at + 1), e))  # (the other literal only after the first's)
+        if at < 0:
+            if b == floor:
+                return None
+            e, size = b + over, size * 4
+            continue
+        ls = chunk.rfind(b"\n", floor, at) + 1 or floor
+        le = chunk.find(b"\n", at, start)
+        if le < 0:
+            le = start
+        if (chunk.startswith(plain, ls) or rank_of_raw(chunk[ls:le]) == rank) and _CLOCK.search(chunk[max(ls, lo):le]):
+            return chunk[ls:le]  # (its clock wholly inside the stretch, as the reversed search finds one)
+        e, size = ls, 2048  # another line, or one without a clock: on before it
     return None
 
 
