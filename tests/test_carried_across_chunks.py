@@ -96,17 +96,19 @@ _CUT_MIDLINE = ["2026-06-01 03:00:00 step"] * 2 + ["elapsed 00:12:34 (a clock, n
 @settings(max_examples=600, deadline=None)
 # a window that starts inside the line of its last clock: the line is read whole (it was read
 # from its chunk's start, here the file's first line, with another chunk's start another line)
-@example(lines=_CUT_MIDLINE, hit_rows=[13], cut_rows=[12], year=None, lookback=40)
+@example(lines=_CUT_MIDLINE, hit_rows=[13], cut_rows=[12], year=None, lookback=40, ask_span=16 * 1024)
 @given(lines=st.lists(_LINE, min_size=1, max_size=40), hit_rows=st.lists(st.integers(0, 39), max_size=14),
        cut_rows=st.lists(st.integers(0, 39), max_size=8), year=st.sampled_from([None, 2026]),
-       lookback=st.sampled_from([7, 40, 150, 64 * 1024]))
-def test_carried_is_the_same_in_any_chunks_serial_and_in_workers(lines, hit_rows, cut_rows, year, lookback):
-    saved = hitfacts.LOOKBACK
-    hitfacts.LOOKBACK = lookback
+       lookback=st.sampled_from([7, 40, 150, 64 * 1024]), ask_span=st.sampled_from([16 * 1024, 4, 1]))
+def test_carried_is_the_same_in_any_chunks_serial_and_in_workers(lines, hit_rows, cut_rows, year, lookback, ask_span):
+    """(`ask_span`: how often a chunk is searched before its lines are indexed instead; the
+    line found, and so the value carried, is the same either way)"""
+    saved = hitfacts.LOOKBACK, hitfacts.ASK_SPAN
+    hitfacts.LOOKBACK, hitfacts.ASK_SPAN = lookback, ask_span
     try:
         _check(lines, hit_rows, cut_rows, year)
     finally:
-        hitfacts.LOOKBACK = saved
+        hitfacts.LOOKBACK, hitfacts.ASK_SPAN = saved
 
 
 @pytest.mark.parametrize("lookback", [150, 64 * 1024])

@@ -242,16 +242,16 @@ _CARRY_LINE = st.one_of(_SHAPE.map(lambda s: "5: " + s + " text"), _SHAPE.map(la
 
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(_CARRY_LINE, min_size=1, max_size=40), st.lists(st.integers(0, 39), max_size=12),
-       st.sampled_from([None, 2026]), st.sampled_from([64 * 1024, 40, 7]))
-def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookback):
+       st.sampled_from([None, 2026]), st.sampled_from([64 * 1024, 40, 7]), st.sampled_from([16 * 1024, 2]))
+def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookback, ask_span):
     data = "\n".join(lines).encode() + b"\n"
     starts, pos = [], 0
     for raw in data.split(b"\n")[:-1]:
         starts.append(pos)
         pos += len(raw) + 1
     hits = sorted({r for r in hit_rows if r < len(starts)})
-    saved = hitfacts.LOOKBACK
-    hitfacts.LOOKBACK = lookback
+    saved = hitfacts.LOOKBACK, hitfacts.ASK_SPAN
+    hitfacts.LOOKBACK, hitfacts.ASK_SPAN = lookback, ask_span  # (a small span: the chunk's lines indexed)
     try:
         fast, plain = TimeCarry(year), PlainCarry(year)
         for n, r in enumerate(hits):
@@ -269,7 +269,7 @@ def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookba
         for rank in (None, 3, 5, 12):
             assert fast.ts(rank) == plain.ts(rank)
     finally:
-        hitfacts.LOOKBACK = saved
+        hitfacts.LOOKBACK, hitfacts.ASK_SPAN = saved
 
 
 def test_the_newest_stamped_stretch_wins_past_hits_that_ask_nothing():

@@ -216,3 +216,24 @@ def test_without_a_job_year_glog_stamps_are_dated_by_the_other_logs(engine, tmp_
     ev = next(e for e in r["evidence"] if e["symptom"] == "NCCL_WATCHDOG_TIMEOUT")
     assert ev["timestamp"] is None and ev["time_of_year"] == "06-01T03:20:31.426415"
     json.dumps(r)  # (the result stays JSON)
+
+
+def test_stamped_evidence_lines_get_their_stamp_over_examples_and_realworld(engine):
+    """bench/timestamp_coverage.py's measure, kept: of the evidence lines whose text holds a
+    date and a clock, at least 95 % show that line's own stamp (`timestamp`, or `time_of_year`
+    when nothing tells the year); it prints the share."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("timestamp_coverage_under_test",
+                                                  REPO / "bench" / "timestamp_coverage.py")
+    mod = importlib.util.module_from_spec(spec)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path[:] = saved
+    results = mod._examples(engine) + mod._realworld(engine)
+    stamped, got, no_year, misses = mod.count(results)
+    print(f"{got}/{stamped} stamped evidence lines with their stamp ({no_year} year unknown)")
+    assert stamped > 200 and got >= 0.95 * stamped, misses[:10]

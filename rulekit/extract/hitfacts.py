@@ -21,6 +21,7 @@ functions of bytes; no rules, no events, no I/O.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
@@ -113,6 +114,9 @@ class TimeCarry:
         self._base = 0  # where the chunk starts in the file
         self._floor: dict[Any, int] = {}  # rank -> where its last hit line before this chunk ends, in the file
         self.first = FirstTry()
+        self._index: _LineIndex | None = None  # the clock lines of the chunk searched most often, by rank
+        self._ix_chunk: bytes | None = None  # the chunk `_asks` counts the searches of
+        self._asks = 0
 
     def _state(self, rank: Any) -> _Rank:
         st = self._ranks.get(rank)
@@ -129,10 +133,25 @@ class TimeCarry:
         del self._ranks[old]
         self._floor.pop(old, None)
 
+    def _search(self, chunk: bytes, lo: int, start: int, rank: Any) -> bytes | None:
+        """`_last_clock_line` of a stretch; when a chunk's stretches are searched often (one
+        search per `ASK_SPAN` bytes so far, or more: the ranks' hits are dense, and each
+        search would walk back over the others' lines), from an index of the chunk's clock
+        lines by rank instead (`_LineIndex`: every line read once).  The same line either way."""
+        ix = self._index
+        if ix is None or ix.chunk is not chunk:
+            if self._ix_chunk is not chunk:
+                self._ix_chunk, self._asks = chunk, 0
+            self._asks += 1
+            if self._asks * ASK_SPAN <= start or start < 4 * ASK_SPAN:
+                return _last_clock_line(chunk, lo, start, rank, self.first)
+            ix = self._index = _LineIndex(chunk, start - LOOKBACK)
+        return ix.last(lo, start, rank)
+
     def _resolve(self, st: _Rank, rank: Any) -> Any:
         if st.pending:
             for chunk, lo, start, before in reversed(st.pending):
-                raw = _last_clock_line(chunk, lo, start, rank, self.first)
+                raw = self._search(chunk, lo, start, rank)
                 if raw is None and before is not None:
                     if isinstance(before, Tail):  # a worker: the caller searches the bytes before
                         st.ts = before
@@ -262,6 +281,68 @@ def _last_clock_line(chunk: bytes, lo: int, start: int, rank: Any = None, first:
             return None
         e, size = b + 7, size * 4  # the next block overlaps by 7 bytes: a clock across `b` is whole in it
     return None
+
+
+ASK_SPAN = 2 * 1024  # a chunk searched once per this many bytes or more often is indexed (`TimeCarry._search`)
+# `rank_of_raw`'s pattern at a position of a chunk (no `^`: `match(chunk, pos)` anchors at `pos`)
+_RANK_AT = re.compile(rb"[ \t\r\x0b\x0c\x1c-\x1f]{0,8}(?:\[(?:rank|default)([0-9]+)\]:|([0-9]+): )").match
+
+
+class _LineIndex:
+    """The lines with a clock of one chunk, from `base` (a line start) on, by rank
+    (`rank_of_raw`): read once, as far as asked (`upto`), with one C-speed search for
+    clocks.  `last(lo, start, rank)` is `_last_clock_line(chunk, lo, start, rank)`."""
+
+    __slots__ = ("chunk", "base", "upto", "lines")
+
+    def __init__(self, chunk: bytes, base: int):
+        self.chunk = chunk
+        self.base = chunk.rfind(b"\n", 0, max(0, base)) + 1 if base > 0 else 0
+        self.upto = self.base
+        self.lines: dict[Any, list[tuple[int, int]]] = {}  # rank -> (line start, line end), in line order
+
+    def _extend(self, to: int) -> None:
+        chunk, lines, at = self.chunk, self.lines, _RANK_AT
+        rfind, find = chunk.rfind, chunk.find
+        end = -1
+        for m in _CLOCK.finditer(chunk, self.upto, to):
+            c = m.start()
+            if c < end:
+                continue  # another clock of a line already read
+            ls = rfind(b"\n", 0, c) + 1
+            end = find(b"\n", c, to)
+            if end < 0:
+                end = to
+            p = at(chunk, ls)  # `rank_of_raw`'s answer on an ASCII prefix (the bytes pattern cannot run past the line)
+            if p is not None:
+                rank = int(p.group(1) or p.group(2))
+            elif chunk[ls:min(end, ls + 64)].isascii():
+                rank = None
+            else:  # a prefix with a non-ASCII blank: the str pattern decides
+                rank = rank_of_raw(chunk[ls:end])
+            got = lines.get(rank)
+            if got is None:
+                lines[rank] = [(ls, end)]
+            else:
+                got.append((ls, end))
+        self.upto = to
+
+    def last(self, lo: int, start: int, rank: Any) -> bytes | None:
+        if start > self.upto:
+            self._extend(start)
+        got = self.lines.get(rank)
+        if got:
+            i = bisect_left(got, (start,)) - 1
+            if i >= 0:
+                ls, le = got[i]
+                if ls >= lo:
+                    return self.chunk[ls:le]
+                if le > lo and _CLOCK.search(self.chunk[lo:le]):  # a line the stretch starts in: its clock inside
+                    return self.chunk[ls:le]
+                return None
+        if lo < self.base:  # (the stretch reaches before the index)
+            return _last_clock_line(self.chunk, lo, self.base, rank)
+        return None
 
 
 class FirstTry:
