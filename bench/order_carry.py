@@ -1,6 +1,8 @@
 """Cost of carrying timestamps to unstamped lines (rulekit/extract/hitfacts.py TimeCarry):
 attribute the padded xid149-nvlink job of bench/attribute_e2e.py in-process,
-alternating the real TimeCarry with one that never looks back, same run.
+alternating the real carry with one that never looks back (its search for the last
+stamped line of a hit's rank, `_last_clock_line`, finds nothing: serially and in scan
+workers alike), same run.
 
     .venv/bin/python bench/order_carry.py [--size-mb 64] [--rounds 4]
 
@@ -31,18 +33,18 @@ def main() -> None:
     a = ap.parse_args()
     job = build_job(HERE / ".data" / f"order-carry-{a.size_mb}", a.size_mb)
     engine = setup_rules()
-    real = hitfacts.TimeCarry.before
-    variants = {"carry": real, "no-carry": lambda self, chunk, start: None}
+    real = hitfacts._last_clock_line
+    variants = {"carry": real, "no-carry": lambda *a, **k: None}
     times: dict[str, list[float]] = {k: [] for k in variants}
     attribute_dir(engine, job)  # warm-up (page cache, imports)
     for _ in range(a.rounds):
         for name, fn in variants.items():
-            hitfacts.TimeCarry.before = fn  # type: ignore[method-assign]
+            hitfacts._last_clock_line = fn
             t = time.perf_counter()
             r = attribute_dir(engine, job)
             times[name].append(time.perf_counter() - t)
             assert r["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY", r["root_cause"]
-    hitfacts.TimeCarry.before = real  # type: ignore[method-assign]
+    hitfacts._last_clock_line = real
     for name, ts in times.items():
         print(f"{name:9} " + " ".join(f"{t:.2f}s" for t in ts) + f"  median {statistics.median(ts):.2f}s")
     print(f"carry / no-carry (medians): {statistics.median(times['carry']) / statistics.median(times['no-carry']):.3f}")

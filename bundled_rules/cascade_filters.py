@@ -38,8 +38,8 @@ from datetime import datetime
 from rulekit.plugin import EventSpec, FilterPriority, Selection, filter_def, register_symptom
 
 from .common.relations import (
-    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, ip_host_map, is_primary,
-    nvlink5_filtering_demotes, order_key, rank_field,
+    NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, before_all, ip_host_map,
+    is_primary, lead_text, nvlink5_filtering_demotes, order_key, rank_field,
 )
 
 AUTHOR = "rulekit corpus"
@@ -416,8 +416,15 @@ def ib_status12_peer_blame(context):
         other_primary = [e for e in on_remote if is_primary(e.symptom, reg)
                          and reg.info(e.symptom).outcome != "network"]
         if other_primary:
-            stream.demote(evs, reason=f"peer {remote} failed first ({other_primary[0].symptom})")
-            continue
+            before = before_all(context, other_primary)
+            first = [e for e in evs if before(e) is not None]  # reports before the peer's fault are not its victims
+            if len(first) < len(evs):
+                stream.demote([e for e in evs if e not in first],
+                              reason=f"peer {remote} failed first ({other_primary[0].symptom})")
+                if first:
+                    stream.note(first, reason=f"reported before {remote}'s {other_primary[0].symptom}: not its victim")
+                continue
+            stream.note(evs, reason=f"reported before {remote}'s {other_primary[0].symptom}: not its victim")
         if len(reporters) >= 2 or (reporters and host_net):
             stream.add(EventSpec(type="bad_node", symptom="IB_REMOTE_PEER_UNREACHABLE", node=remote,
                                  fields={"peer_ip": evs[0].fields.get("peer"), "reporters": reporters,
@@ -604,5 +611,18 @@ def demote_victims_when_primary(context):
     if nvlink5_nodes:
         victims = [e for e in victims if not nvlink5_filtering_demotes(reg.info(e.symptom))
                    and not (e.node in nvlink5_nodes and e.symptom.startswith(NVLINK5_LOCAL_CONSEQUENCES))]
-    if victims:
-        stream.demote(victims, reason=f"victim of the primary fault {top.symptom} on {top.node}")
+    if not victims:
+        return
+    # a victim that provably came before every primary fault is not their victim: it stays bad
+    before = before_all(context, primaries)
+    first = min(primaries, key=order_key)
+    demoted = []
+    for v in victims:
+        gap = before(v)
+        if gap is None:
+            demoted.append(v)
+        else:
+            stream.note([v], reason=f"came {lead_text(gap)} before the first primary fault ({first.symptom} on "
+                                    f"{first.node}): not its victim")
+    if demoted:
+        stream.demote(demoted, reason=f"victim of the primary fault {top.symptom} on {top.node}")

@@ -13,11 +13,13 @@
 - CompletedJobHandledErrors (FINAL): in a completed job, application errors were
   handled.
 
-Refiners only demote; they never invent symptoms.
+Refiners only demote; they never invent symptoms.  A symptom whose every event came
+before the cause a refiner names (beyond the clock-skew tolerance, docs/time.md) is not
+that cause's consequence and is left alone (`spare_first`, noted in the trace).
 """
-from rulekit.plugin import RefinerPriority, demote_where, refiner_def
+from rulekit.plugin import RefinerPriority, demote_where, event_seconds, refiner_def
 
-from .common.relations import STOP_TEARDOWN, STOPS, is_primary, order_key
+from .common.relations import STOP_TEARDOWN, STOPS, demote_consequences, is_primary, order_key, spare_first
 
 AUTHOR = "rulekit corpus"
 
@@ -42,9 +44,14 @@ OFF_BUS = ("XID-79-FALLEN_OFF_THE_BUS",)
 BEFORE_OFF_BUS_OK = ("PCIE_AER_FATAL", "PCIE_AER_NONFATAL", "THERMAL_THROTTLE")
 
 
+def _stamped_seconds(e):
+    """The seconds of an event's own stamp on the job's clock, or None."""
+    return event_seconds(e) if e.timestamp else None
+
+
 def _comparable(a, b):
     """True/False when events a and b can be ordered, None when they cannot."""
-    if a.timestamp and b.timestamp:
+    if _stamped_seconds(a) is not None and _stamped_seconds(b) is not None:
         return True
     if a.obs_context_id == b.obs_context_id:
         return True
@@ -54,8 +61,9 @@ def _comparable(a, b):
 
 
 def _earlier(a, b):
-    if a.timestamp and b.timestamp:
-        return a.timestamp < b.timestamp
+    ta, tb = _stamped_seconds(a), _stamped_seconds(b)
+    if ta is not None and tb is not None:
+        return ta < tb
     if a.obs_context_id == b.obs_context_id:
         return (a.line_num or 0) < (b.line_num or 0)
     return float(a.fields.get("uptime") or 0) < float(b.fields.get("uptime") or 0)
@@ -98,15 +106,16 @@ def nvlink_explains_nccl(context):
     roots = [x for x in NVLINK_ROOTS if x in s]
     if not roots:
         return
-    demote_where(s, context.registry, lambda sym, info: info.sub_domain == "nccl" or info.outcome == "unknown" or sym in (
+    demote_consequences(context, s, lambda sym, info: info.sub_domain == "nccl" or info.outcome == "unknown" or sym in (
         "cudaErrorNvlinkUncorrectable", "cudaErrorContained", "NCCL_UNHANDLED_CUDA_ERROR"),
-        "NvlinkExplainsNccl", f"consequence of {roots[0]}", keep=NVLINK_ROOTS)
+        "NvlinkExplainsNccl", f"consequence of {roots[0]}", roots, keep=NVLINK_ROOTS)
 
 
 def _after(e, stop):
     """True when event e provably comes after the stop event."""
-    if e.timestamp and stop.timestamp:
-        return e.timestamp > stop.timestamp
+    te, ts = _stamped_seconds(e), _stamped_seconds(stop)
+    if te is not None and ts is not None:
+        return te > ts
     if e.obs_context_id is not None and e.obs_context_id == stop.obs_context_id:
         return (e.line_num or 0) > (stop.line_num or 0)
     return False
@@ -135,8 +144,10 @@ def stop_explains_teardown(context):
     reg = context.registry
     if any(is_primary(x, reg) and x not in STOPS for x in s.symptoms()):
         return
-    for sym in s.symptoms():
-        if sym in STOP_TEARDOWN:
+    teardown = [sym for sym in s.symptoms() if sym in STOP_TEARDOWN]
+    spared = spare_first(context, s, teardown, stops, "StopExplainsTeardown")
+    for sym in teardown:
+        if sym not in spared:
             s.demote(sym, "StopExplainsTeardown", f"teardown after {stops[0]}")
 
 
@@ -179,5 +190,5 @@ def injected_fault_explains_job(context):
     injected = [x for x in s.symptoms() if x.startswith("NVRX_INJECTED_")]
     if not injected:
         return
-    demote_where(s, context.registry, lambda sym, info: info.outcome != "hardware",
-                 "InjectedFaultExplainsJob", f"provoked by {injected[0]}", keep=injected)
+    demote_consequences(context, s, lambda sym, info: info.outcome != "hardware",
+                        "InjectedFaultExplainsJob", f"provoked by {injected[0]}", injected, keep=injected)

@@ -1,8 +1,11 @@
 """Refiners named by the attribution spec (FINAL, job-wide): Xid149AndNvlinkFiltering
-and Gb200PriorityRootCause.  Xid171Cascade is declarative: see cascades.rule."""
-from rulekit.plugin import RefinerPriority, demote_where, refiner_def
+and Gb200PriorityRootCause.  Xid171Cascade is declarative: see cascades.rule.
+A symptom whose every event came before the NVLink5 error (beyond the clock-skew
+tolerance) is not its consequence and is left alone (`spare_first`, noted in the trace)."""
+from rulekit.plugin import RefinerPriority, refiner_def
 
-from .common.relations import NVLINK5_DECODED as _NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, nvlink5_filtering_demotes
+from .common.relations import NVLINK5_DECODED as _NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, demote_consequences, \
+    nvlink5_filtering_demotes, spare_first
 
 AUTHOR = "rulekit core"
 NVLINK5_DECODED = _NVLINK5_DECODED
@@ -24,8 +27,8 @@ def xid_149_and_nvlink_filtering(context):
     decoded = [s for s in symptoms.symptoms() if s in NVLINK5_DECODED]
     if not decoded:
         return
-    demote_where(symptoms, context.registry, lambda s, info: nvlink5_filtering_demotes(info),
-                 "Xid149AndNvlinkFiltering", f"consequence of {decoded[0]}", keep=NVLINK5_DECODED)
+    demote_consequences(context, symptoms, lambda s, info: nvlink5_filtering_demotes(info),
+                        "Xid149AndNvlinkFiltering", f"consequence of {decoded[0]}", decoded, keep=NVLINK5_DECODED)
 
 
 @refiner_def(name="Gb200PriorityRootCause", author=AUTHOR, priority=_priority("Gb200PriorityRootCause"),
@@ -36,10 +39,14 @@ def gb200_priority_root_cause(context):
     nodes_with_nvlink5 = {n for n, s in context.my_bad_nodes.items() if any(x in NVLINK5_DECODED for x in s.symptoms())}
     if not nodes_with_nvlink5:
         return
-    for node in nodes_with_nvlink5:
+    for node in sorted(nodes_with_nvlink5, key=lambda n: n or ""):
         node_set = context.my_bad_nodes[node]
-        for s in node_set.matching(LOCAL_CONSEQUENCES):
-            node_set.demote(s, "Gb200PriorityRootCause", "local consequence of the NVLink5 error on this node")
+        local = node_set.matching(LOCAL_CONSEQUENCES)
+        roots = [x for x in node_set.symptoms() if x in NVLINK5_DECODED]
+        spared = spare_first(context, node_set, local, roots, "Gb200PriorityRootCause", node=node)
+        for s in local:
+            if s not in spared:
+                node_set.demote(s, "Gb200PriorityRootCause", "local consequence of the NVLink5 error on this node")
     # a symptom that no longer remains on any node leaves the job-wide set too
     for s in context.symptoms.matching(LOCAL_CONSEQUENCES):
         if all(s not in ns for ns in context.my_bad_nodes.values()):

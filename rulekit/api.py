@@ -22,7 +22,8 @@ _config: GlobalConfig | None = None
 def setup_rules(paths: Sequence[str | Path] | None = None, *, force: bool = False,
                 node_domain_resolver: Callable[[str], str | None] | None = None,
                 node_name_mapping: Mapping[str, str] | None = None,
-                ignored_hostname_prefixes: Sequence[str] | None = None) -> RuleEngine:
+                ignored_hostname_prefixes: Sequence[str] | None = None,
+                clock_skew_seconds: float | None = None) -> RuleEngine:
     """Load, validate and freeze the rules once (idempotent unless force=True).
 
     Raises RulekitError with every error diagnostic when the corpus is invalid."""
@@ -35,7 +36,8 @@ def setup_rules(paths: Sequence[str | Path] | None = None, *, force: bool = Fals
     # 3. global config
     initialized = True
     _config = GlobalConfig(node_domain_resolver=node_domain_resolver, node_name_mapping=dict(node_name_mapping or {}),
-                           ignored_hostname_prefixes=tuple(ignored_hostname_prefixes or ()))
+                           ignored_hostname_prefixes=tuple(ignored_hostname_prefixes or ()),
+                           **({} if clock_skew_seconds is None else {"clock_skew_seconds": float(clock_skew_seconds)}))
     # 4. load all rule files, build the immutable engine
     try:
         engine = RuleLoader(_config, options=EngineOptions.from_env()).load_all(rule_paths).build(strict=True)

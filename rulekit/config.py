@@ -1,8 +1,9 @@
 """Configuration, two kinds.  Core module: must not import anything of rulekit.
 
 `GlobalConfig`: what attribution assumes, set by `setup_rules()`: the node-domain
-resolver, the node-name mapping and the ignored hostname prefixes.  Pure data
-plus the one function that turns a printed host name into a job node name.
+resolver, the node-name mapping, the ignored hostname prefixes and how far apart two
+nodes' clocks may be (`clock_skew_seconds`, docs/time.md).  Pure data plus the one
+function that turns a printed host name into a job node name.
 
 `EngineOptions`: the knobs that change how rulekit runs but never what it
 concludes -- the cache folder, the scanner backend, the plugin import time limit,
@@ -30,6 +31,9 @@ class GlobalConfig:
     node_name_mapping: Mapping[str, str] = field(default_factory=dict)
     # host names starting with these are never nodes (e.g. "localhost", "login")
     ignored_hostname_prefixes: tuple[str, ...] = ()
+    # two stamps of different logs closer than this (seconds) are not ordered: clock skew between
+    # nodes and the resolution of the stamps (a syslog second); rules read it as `context.clock_skew`
+    clock_skew_seconds: float = 2.0
 
     def canonical_node(self, host: str | None) -> str | None:
         """The node name for a printed host name, or None if it is ignored."""
@@ -63,6 +67,7 @@ ENV_SCAN_WORKERS = "RULEKIT_SCAN_WORKERS"  # processes scanning one large log: 0
 SCANNERS = ("auto", "naive", "re2", "hyperscan")
 
 DEFAULT_PLUGIN_TIMEOUT = 10.0
+DEFAULT_CLOCK_SKEW_SECONDS = GlobalConfig.clock_skew_seconds  # (docs/time.md)
 DEFAULT_BUFFER_SIZE = 2000  # events buffered before one batched insert
 DEFAULT_SPILL_ROWS = 250_000  # an in-memory store with more rows than this moves to a private file,
 DEFAULT_SPILL_BYTES = 8 << 20  # or one with more bytes of database pages (bounds its RSS)

@@ -20,6 +20,8 @@ watchdog-timeout lines the victims print, for end-to-end jobs.
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import json
 import pickle
 from dataclasses import dataclass, field
@@ -194,7 +196,9 @@ class Sim:
             if not open_ or (self.faults.get(r) and self.faults[r].kind in ("hang", "dead")):
                 continue
             e = open_[0]
-            lines.append(f"[rank{r}]:[E0811 03:41:21.426415540 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+            # the watchdog fires the timeout after the last op was enqueued (glog stamp, UTC)
+            at = datetime.fromtimestamp((T0 + len(stream) * 850_000_000) / 1e9 + TIMEOUT_MS / 1000, timezone.utc)
+            lines.append(f"[rank{r}]:[E{at:%m%d %H:%M:%S}.426415540 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
                          f"collective operation timeout: WorkNCCL(SeqNum={e['seq']}, OpType=ALLREDUCE, "
                          f"NumelIn={e['op'].sizes[0][0]}, NumelOut={e['op'].sizes[0][0]}, Timeout(ms)={TIMEOUT_MS}) "
                          f"ran for 600081 milliseconds before timing out.")

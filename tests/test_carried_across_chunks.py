@@ -1,6 +1,7 @@
-"""A hit's carried timestamp is the nearest earlier stamped line of its file within
-`LOOKBACK` bytes before it and after the previous hit's line (`rulekit.engine.ordering`,
-`rulekit.extract.hitfacts.TimeCarry`), whatever the chunks extraction reads the file in.
+"""A hit's carried timestamp is the nearest earlier stamped line of its file and rank within
+`LOOKBACK` bytes before it and after the previous hit's line of that rank
+(`rulekit.engine.ordering`, `rulekit.extract.hitfacts.TimeCarry`), whatever the chunks
+extraction reads the file in, serially or in scan workers (`CarryJoin`).
 
 Until session 10 a chunk's stretches were recorded only up to its last hit, so the
 stamped lines between a chunk's last hit and its end were never looked at, and a
@@ -13,7 +14,7 @@ clock (the two are one stretch), and a worker, which has only its chunk, hands b
 `Tail` for the caller to resolve with those bytes (`resolve_tail`).
 
 Data: generated lines (stamped in several shapes, unstamped, clock-like but not a
-timestamp, long), hits on some of them (some past their cap: they pass their stretch
+timestamp, long; with no rank prefix or one of three ranks' interleaved), hits on some of them (some past their cap: they pass their stretch
 and ask nothing), cut into chunks at line ends anywhere, small `LOOKBACK`s so that
 windows run across one chunk and several.
 """
@@ -29,21 +30,24 @@ from hypothesis import example, given, settings, strategies as st
 import rulekit.engine.phases as phases
 from rulekit.engine.session import Session
 from rulekit.extract import hitfacts
-from rulekit.extract.hitfacts import TimeCarry, chunk_facts, next_tail, resolve_tail
-from rulekit.extract.linectx import timestamp_of
+from rulekit.extract.hitfacts import CarryJoin, TimeCarry, chunk_facts
+from rulekit.extract.linectx import rank_of, timestamp_of
 from rulekit.inputs.jobdir import read_job_dir
 from rulekit.rules.loader import load_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 
-_LINE = st.one_of(
+_BODY = st.one_of(
     st.sampled_from(["2026-06-01 03:00:%02d step" % s for s in range(0, 60, 7)]),
     st.sampled_from(["Jun  1 04:%02d:00 node-01 kernel: x" % m for m in range(0, 60, 11)]),
+    st.sampled_from(["[E601 05:%02d:00.125 c10.cpp:9] x" % m for m in range(0, 60, 13)]),
     st.just("elapsed 00:12:34 (a clock, not a timestamp)"),
     st.just("no clock here"),
     st.just("y" * 90),
     st.just(""),
 )
+_LINE = st.builds(lambda prefix, body: prefix + body, st.sampled_from(["", "", "3: ", "[rank5]:", "[default3]:", "12: "]),
+                  _BODY)
 
 
 def _layout(lines: list[str]) -> tuple[bytes, list[int]]:
@@ -69,13 +73,14 @@ def _feed(carry: TimeCarry, buf: bytes, hits, year, got: list) -> None:
     """Pass `buf`'s hits (start, end, asks) as extraction does, collecting what the asking
     ones without a timestamp of their own carry."""
     for start, end, ask in hits:
-        own = timestamp_of(buf[start:end].decode("utf-8", "replace"), year)[0]
+        line = buf[start:end].decode("utf-8", "replace")
+        own, rank = timestamp_of(line, year)[0], rank_of(line)
         if own is None:
             if ask:
-                got.append(carry.before(buf, start))
+                got.append(carry.before(buf, start, rank))
             else:
-                carry.advance(buf, start)
-        carry.saw(own, end)
+                carry.advance(buf, start, rank)
+        carry.saw(own, end, rank)
 
 
 def _whole(data: bytes, hits: list[tuple[int, int, bool]], year) -> list:
@@ -91,17 +96,19 @@ _CUT_MIDLINE = ["2026-06-01 03:00:00 step"] * 2 + ["elapsed 00:12:34 (a clock, n
 @settings(max_examples=600, deadline=None)
 # a window that starts inside the line of its last clock: the line is read whole (it was read
 # from its chunk's start, here the file's first line, with another chunk's start another line)
-@example(lines=_CUT_MIDLINE, hit_rows=[13], cut_rows=[12], year=None, lookback=40)
+@example(lines=_CUT_MIDLINE, hit_rows=[13], cut_rows=[12], year=None, lookback=40, ask_span=16 * 1024)
 @given(lines=st.lists(_LINE, min_size=1, max_size=40), hit_rows=st.lists(st.integers(0, 39), max_size=14),
        cut_rows=st.lists(st.integers(0, 39), max_size=8), year=st.sampled_from([None, 2026]),
-       lookback=st.sampled_from([7, 40, 150, 64 * 1024]))
-def test_carried_is_the_same_in_any_chunks_serial_and_in_workers(lines, hit_rows, cut_rows, year, lookback):
-    saved = hitfacts.LOOKBACK
-    hitfacts.LOOKBACK = lookback
+       lookback=st.sampled_from([7, 40, 150, 64 * 1024]), ask_span=st.sampled_from([16 * 1024, 4, 1]))
+def test_carried_is_the_same_in_any_chunks_serial_and_in_workers(lines, hit_rows, cut_rows, year, lookback, ask_span):
+    """(`ask_span`: how often a chunk is searched before its lines are indexed instead; the
+    line found, and so the value carried, is the same either way)"""
+    saved = hitfacts.LOOKBACK, hitfacts.ASK_SPAN
+    hitfacts.LOOKBACK, hitfacts.ASK_SPAN = lookback, ask_span
     try:
         _check(lines, hit_rows, cut_rows, year)
     finally:
-        hitfacts.LOOKBACK = saved
+        hitfacts.LOOKBACK, hitfacts.ASK_SPAN = saved
 
 
 @pytest.mark.parametrize("lookback", [150, 64 * 1024])
@@ -130,17 +137,16 @@ def _check(lines, hit_rows, cut_rows, year) -> None:
     assert got == want
 
     # each chunk's facts as a worker reads them, resolved in order as extraction resolves them
-    inherited, tail, got = None, b"", []
+    join, got = CarryJoin(year), []
     for off, chunk in pieces:
         mine = [(s - off, e - off, 0, {}) for s, e, _a in hits if off <= s < off + len(chunk)]
         asks = {h[0]: a for h, (_s, _e, a) in zip(mine, [x for x in hits if off <= x[0] < off + len(chunk)])}
         keep = lambda hit, *_: None if asks[hit[0]] else ()  # noqa: E731 - a hit past its cap asks nothing
-        _sent, facts, _lines, after, _n, last_end = chunk_facts(chunk, mine, year, False, keep)
+        _sent, facts, _lines, after, _n, last_ends = chunk_facts(chunk, mine, year, False, keep)
         for f in facts:
             if f[0] is None:  # (a hit with its own timestamp carries none)
-                got.append(resolve_tail(f[3], tail, year, inherited))
-        inherited = resolve_tail(after, tail, year, inherited)
-        tail = next_tail(tail, chunk, last_end)
+                got.append(join.resolve(f[3], f[2]))
+        join.end_chunk(chunk, after, last_ends)
     assert got == want
 
 

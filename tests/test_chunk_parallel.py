@@ -468,3 +468,49 @@ def test_line_only_accumulators_in_workers_store_the_same_events(make_corpus, tm
     whole = [_attribute(engine, job, w, monkeypatch, SMALL_CHUNK) for w in (0, 2)]
     assert whole[0] == whole[1]
     assert "finalize broke" in whole[0]  # the broken rule's error, reported once either way
+
+
+def _interleaved_ranks_log() -> tuple[str, dict[int, str | None]]:
+    """An `srun -l` log of three ranks: rank 0 prints a stamp every line, rank 1 an hour
+    later every other line, rank 2 never; an evidence line (no stamp of its own) now and
+    then on each rank.  -> (the text, the line number of each evidence line -> the last
+    stamp of its own rank before it: what it must carry)."""
+    lines: list[str] = []
+    want: dict[int, str | None] = {}
+    last: dict[int, str | None] = {0: None, 1: None, 2: None}
+    for i in range(400):
+        stamp0 = f"2026-06-01 03:{i // 60 % 60:02d}:{i % 60:02d}"
+        lines.append(f"0: [{stamp0}] iteration {i} | lm loss: 1.8E+00")
+        last[0] = stamp0.replace(" ", "T")
+        if i % 2:
+            stamp1 = f"2026-06-01 04:{i // 60 % 60:02d}:{i % 60:02d}"
+            lines.append(f"1: {stamp1},250 - INFO - step {i}")
+            last[1] = stamp1.replace(" ", "T") + ".250000"
+        for rank, every in ((0, 13), (1, 7), (2, 11)):
+            if i % every == every // 2:
+                lines.append(f"{rank}: node-01:{1000 + rank}:{2000 + i} [0] NCCL WARN NET/Socket : socket recv error: "
+                             f"Connection reset by peer {i}")
+                want[len(lines)] = last[rank]
+    return "\n".join(lines) + "\n", want
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_interleaved_ranks_carry_only_their_own_stamps_in_any_chunks(engine, tmp_path, monkeypatch, workers):
+    """An unstamped line carries the last stamp of its own rank (rank 2, never stamped,
+    carries none), at chunk sizes that cut the log everywhere, serially and in scan workers."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "job.toml").write_text('[job]\nid = "ranks"\nstate = "FAILED"\nnodes = ["node-01"]\ntasks_per_node = 4\n')
+    (job / "applog").mkdir()
+    text, want = _interleaved_ranks_log()
+    (job / "applog" / "train.log").write_text(text)
+    monkeypatch.setattr(engine, "options", engine.options.with_(scan_workers=workers, evidence_per_key=10**6,
+                                                                evidence_max=10**6))
+    assert {w is None for w in want.values()} == {True, False}
+    for chunk in (200, 1000, SMALL_CHUNK, 1 << 30):
+        monkeypatch.setattr(phases.ExtractionPhase, "chunk_size", chunk)
+        res = attribute_dir(engine, job)
+        got = {e["line_num"]: e["timestamp"] for e in res["evidence"] if "socket recv error" in (e["datum"] or "")}
+        assert got == want, chunk
+        inherited = [e for e in res["evidence"] if e["line_num"] in want and e["timestamp"]]
+        assert inherited and all(e["time_source"] == "inherited" for e in inherited)

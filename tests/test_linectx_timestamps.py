@@ -19,20 +19,31 @@ from hypothesis import given, settings, strategies as st
 
 from rulekit.extract import hitfacts
 from rulekit.extract.hitfacts import TimeCarry
-from rulekit.extract.linectx import timestamp_of
+from rulekit.extract.linectx import NO_YEAR, YearHint, rank_of, timestamp_of
 
 # ---- the plain version (linectx before the fast paths) ---------------------------------------
 
 _MONO = re.compile(r"\[\s*(\d+\.\d+)\]")
 _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) (\d{4})\]")
-_ISO = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:?\d\d)?")
+_ISO = re.compile(r"(\d{4})([-/])(\d\d)\2(\d\d)[T ](\d\d:\d\d:\d\d)([.,]\d+)?(Z|[+-]\d\d(?::?\d\d)?| ?UTC| ?GMT)?")
 _SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
-_GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
+_GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d{3,4}) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
 _CLOCK = re.compile(r"\d\d:\d\d:\d\d")
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 
 
-def plain_timestamp_of(line: str, year: int | None = None) -> tuple[str | None, float | None]:
+def _year(year, month, day):
+    """The year a year-less stamp gets: the job's (an int, or a YearHint), else NO_YEAR (0)."""
+    if year is None:
+        return 0
+    return year.of(f"{int(month):02d}", f"{int(day):02d}") if isinstance(year, YearHint) else year
+
+
+def _no_year(dt, year):
+    return dt.isoformat() if year else NO_YEAR + dt.isoformat()[4:]
+
+
+def plain_timestamp_of(line: str, year=None) -> tuple[str | None, float | None]:
     head = line[:160]
     uptime = None
     m = _MONO.search(head)
@@ -49,37 +60,49 @@ def plain_timestamp_of(line: str, year: int | None = None) -> tuple[str | None, 
         except ValueError:
             uptime = None
     m = _ISO.search(head)
-    if m:
-        frac = m.group(3) or ""
-        tz = m.group(4)
+    if m and m.group(1) != NO_YEAR:
+        frac = (m.group(6) or "")[1:7]
+        tz = m.group(7)
         try:
-            dt = datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{frac[:7]}")
+            dt = datetime.fromisoformat(f"{m.group(1)}-{m.group(3)}-{m.group(4)}T{m.group(5)}"
+                                        + (f".{frac.ljust(6, '0')}" if frac else ""))
             if tz:
-                tz = "+00:00" if tz == "Z" else (tz if ":" in tz else tz[:3] + ":" + tz[3:])
-                dt = datetime.fromisoformat(dt.isoformat() + tz).astimezone(timezone.utc)
+                tz = tz.strip()
+                if tz in ("Z", "UTC", "GMT"):
+                    tz = "+00:00"
+                elif len(tz) == 3:
+                    tz += ":00"
+                elif ":" not in tz:
+                    tz = tz[:3] + ":" + tz[3:]
+                dt = dt.replace(tzinfo=datetime.fromisoformat("2000-01-01T00:00:00" + tz).tzinfo).astimezone(timezone.utc)
             return dt.isoformat(), uptime
         except ValueError:
             pass
     m = _DMESG_T.search(head)
-    if m:
+    if m and m.group(4) != NO_YEAR:
         try:
             dt = datetime(int(m.group(4)), _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
             return dt.isoformat(), uptime
         except (KeyError, ValueError):
             pass
     m = _GLOG.search(head)
-    if m and year:
+    if m and m.group(0).isascii():
+        md = m.group(1)
+        month, day = md[:-2], md[-2:]
+        y = _year(year, month, day)
         try:
-            frac = (m.group(6) or "")[:7]
-            dt = datetime.fromisoformat(f"{year}-{m.group(1)}-{m.group(2)}T{m.group(3)}:{m.group(4)}:{m.group(5)}{frac}")
-            return dt.isoformat(), uptime
+            frac = (m.group(5) or "")[:7]
+            dt = datetime.fromisoformat(f"{y or 2000:04d}-{int(month):02d}-{day}T{m.group(2)}:{m.group(3)}:"
+                                        f"{m.group(4)}{frac}")
+            return _no_year(dt, y), uptime
         except ValueError:
             pass
     m = _SYSLOG.search(head)
-    if m and year and m.group(1) in _MONTHS:
+    if m and m.group(1) in _MONTHS:
+        y = _year(year, _MONTHS[m.group(1)], m.group(2))
         try:
-            dt = datetime(year, _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
-            return dt.isoformat(), uptime
+            dt = datetime(y or 2000, _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
+            return _no_year(dt, y), uptime
         except ValueError:
             pass
     return None, uptime
@@ -91,8 +114,9 @@ _D2 = st.sampled_from(["00", "01", "02", "09", "11", "12", "13", "23", "24", "28
                        "\u0661\u0662"])
 _D4 = st.sampled_from(["2024", "2026", "1999", "0000", "9999", "\u0662\u0660\u0662\u0666"])
 _FRAC = st.sampled_from(["", ".", ".0", ".000000", ".1", ".12", ".123", ".1234", ".12345", ".123456", ".1234567",
-                         ".123456789", ".000100", ".\u0661"])
-_TZ = st.sampled_from(["", "Z", "+00:00", "+0000", "-00:00", "-0000", "+05:30", "-0800", "+02", "+14:00"])
+                         ".123456789", ".000100", ".\u0661", ",123", ",", ",000"])
+_TZ = st.sampled_from(["", "Z", "+00:00", "+0000", "-00:00", "-0000", "+05:30", "-0800", "+02", "+14:00", "-00",
+                       " UTC", "UTC", " GMT", "+2", "+99:99"])
 _MON = st.sampled_from(["Jan", "Feb", "Jun", "Dec", "Foo", "jun"])
 _DAY = st.sampled_from(["Mon", "Tue", "Sun", "Xyz"])
 _SP = st.sampled_from([" ", "  ", "   "])
@@ -104,12 +128,13 @@ def _clock(h, m, s):
 
 _CLOCKS = st.builds(_clock, _D2, _D2, _D2)
 _SHAPE = st.one_of(
-    st.builds(lambda y, mo, d, sep, c, f, tz: f"{y}-{mo}-{d}{sep}{c}{f}{tz}", _D4, _D2, _D2, st.sampled_from(["T", " ", "_"]),
-              _CLOCKS, _FRAC, _TZ),
+    st.builds(lambda y, ds, mo, d, sep, c, f, tz: f"{y}{ds}{mo}{ds[-1]}{d}{sep}{c}{f}{tz}", _D4,
+              st.sampled_from(["-", "/", "-/"]), _D2, _D2, st.sampled_from(["T", " ", "_"]), _CLOCKS, _FRAC, _TZ),
     st.builds(lambda wd, mo, sp, d, c, y: f"[{wd} {mo}{sp}{d} {c} {y}]", _DAY, _MON, _SP,
               st.sampled_from(["1", "9", "29", "31", "32"]), _CLOCKS, _D4),
     st.builds(lambda sep, lv, mo, d, c, f: f"{sep}{lv}{mo}{d} {c}{f} ", st.sampled_from(["", " ", "[", ":", "x"]),
-              st.sampled_from(["E", "I", "W", "F", "D"]), _D2, _D2, _CLOCKS, _FRAC),
+              st.sampled_from(["E", "I", "W", "F", "D"]), st.sampled_from(["0", "1", "6", "9", "00", "01", "06", "12", "13",
+                                                                          "\u0661"]), _D2, _CLOCKS, _FRAC),
     st.builds(lambda mo, sp, d, c: f"{mo}{sp}{d} {c} ", _MON, _SP, st.sampled_from(["1", "9", "29", "31", "32"]), _CLOCKS),
     st.builds(lambda a, b: f"[{a}.{b}]", st.sampled_from(["0", " 5120", "812", "  12"]),
               st.sampled_from(["3", "118850", "0"])),  # kernel uptime
@@ -122,7 +147,7 @@ _LINE = st.lists(st.one_of(_SHAPE, _TEXT), min_size=0, max_size=6).map("".join)
 
 
 @settings(max_examples=3000, deadline=None)
-@given(_LINE, st.sampled_from([None, 2026, 999]))
+@given(_LINE, st.sampled_from([None, 2026, 999, YearHint(2026, 2027, "12-30")]))
 def test_timestamp_of_agrees_with_the_plain_version(line, year):
     assert timestamp_of(line, year) == plain_timestamp_of(line, year)
 
@@ -130,11 +155,26 @@ def test_timestamp_of_agrees_with_the_plain_version(line, year):
 def test_shapes_real_logs_print():
     cases = [
         ("12: 2026-08-11T03:14:22.118843+00:00 node0001 kernel: NVRM: Xid", 2026, "2026-08-11T03:14:22.118843+00:00"),
-        ("2026-08-11 03:14:22,118 INFO x", None, "2026-08-11T03:14:22"),
+        ("2026-08-11 03:14:22,118 INFO x", None, "2026-08-11T03:14:22.118000"),  # Python logging
+        ("[2026-08-11 03:14:22,118] torch.distributed.elastic.agent x", None, "2026-08-11T03:14:22.118000"),
+        ("[2026-08-11T03:14:22.118] error: slurmstepd x", None, "2026-08-11T03:14:22.118000"),  # Slurm
+        ("2026/08/11 03:14:22 XidCriticalError: Xid=69", None, "2026-08-11T03:14:22"),  # Go, the k8s device plugin
+        ("3: [2026-08-11 03:14:22] node0001:2211:2290 [0] NCCL WARN x", None, "2026-08-11T03:14:22"),  # NCCL's [date]
+        ("2026-08-11T05:14:22+0200 node0001 kernel: x", None, "2026-08-11T03:14:22+00:00"),  # journald short-iso
+        ("2026-08-11T03:14:22,118843+00:00 node0001 kernel: x", None, "2026-08-11T03:14:22.118843+00:00"),  # dmesg iso
+        ("2026-08-11 03:14:22 UTC x", None, "2026-08-11T03:14:22+00:00"),
+        ("2026-08-11T03:14:22.123456789Z pod x", None, "2026-08-11T03:14:22.123456+00:00"),
         ("2026-08-11T03:14:22.5-07:00 y", None, "2026-08-11T10:14:22.500000+00:00"),
         ("[rank3]:[E1201 12:00:01.123456 12345 ProcessGroupNCCL.cpp:1234] x", 2026, "2026-12-01T12:00:01.123456"),
+        ("[rank0]:[E601 03:22:41.426415540 ProcessGroupNCCL.cpp:629] x", 2026, "2026-06-01T03:22:41.426415"),
+        ("[default3]:E0601 03:22:41.426 12 api.py:9] x", None, NO_YEAR + "-06-01T03:22:41.426000"),  # the year: later
+        ("I1231 23:59:59.5 12 x.cc:1] x", YearHint(2026, 2027, "12-30"), "2026-12-31T23:59:59.500000"),
+        ("I0101 00:00:01.5 12 x.cc:1] x", YearHint(2026, 2027, "12-30"), "2027-01-01T00:00:01.500000"),
         ("[Mon Jun  1 03:12:44 2026] NVRM: Xid", None, "2026-06-01T03:12:44"),
         ("Jun  1 03:12:44 node-02 kernel: x", 2026, "2026-06-01T03:12:44"),
+        ("Jun  1 03:12:44 node-02 kernel: x", None, NO_YEAR + "-06-01T03:12:44"),
+        ("Feb 29 03:12:44 node-02 kernel: x", None, NO_YEAR + "-02-29T03:12:44"),  # a leap day: some year has it
+        ("Feb 29 03:12:44 node-02 kernel: x", 2026, None),
         ("18: [ 812.3] [ T1946] NVRM: Xid (PCI:0064:42:00): 135", 2026, None),
     ]
     for line, year, want in cases:
@@ -144,87 +184,92 @@ def test_shapes_real_logs_print():
 
 # ---- the carried timestamp ---------------------------------------------------------------------------------
 
-_LAST_CLOCK = re.compile(rb"(?s:.*)\d\d:\d\d:\d\d")
+_CLOCK_LINE = re.compile(rb"[^\n]*\d\d:\d\d:\d\d[^\n]*")
 
 
 class PlainCarry:
-    """The carry as first written: at every hit the stretch's last clock line is found
-    with one backtracking search (and parsed only when asked)."""
+    """The carry as first written, one rank apart from another: at every hit of a rank the
+    last clock line of that rank in its stretch is found with a plain search of every
+    line (and parsed only when asked)."""
 
     MAX_PENDING = 64
 
     def __init__(self, year):
-        self.year, self._ts, self._pending, self._pos = year, None, [], 0
+        self.year, self._ts, self._pending, self._pos = year, {}, {}, {}
 
-    @property
-    def ts(self):
-        if self._pending:
-            for raw in reversed(self._pending):
+    def ts(self, rank=None):
+        pending = self._pending.get(rank)
+        if pending:
+            for raw in reversed(pending):
                 ts = plain_timestamp_of(raw.decode("utf-8", "replace"), self.year)[0]
                 if ts:
-                    self._ts = ts
+                    self._ts[rank] = ts
                     break
-            self._pending.clear()
-        return self._ts
+            pending.clear()
+        return self._ts.get(rank)
 
-    def new_chunk(self):
-        self._pos = 0
-
-    def advance(self, chunk: bytes, start: int) -> None:
-        lo = max(self._pos, start - hitfacts.LOOKBACK)
+    def advance(self, chunk: bytes, start: int, rank=None) -> None:
+        lo = max(self._pos.get(rank, 0), start - hitfacts.LOOKBACK)
         if lo < start:
-            m = _LAST_CLOCK.match(chunk, lo, start)
-            if m is not None:
-                ls = chunk.rfind(b"\n", 0, m.end()) + 1  # (the clock's whole line)
-                le = chunk.find(b"\n", m.end(), start)
-                self._pending.append(chunk[ls:le if le >= 0 else start])
-                if len(self._pending) > self.MAX_PENDING:
-                    _ = self.ts
-        self._pos = max(self._pos, start)
+            last = None
+            ls = chunk.rfind(b"\n", 0, lo) + 1  # (the line the stretch starts in, whole)
+            for m in _CLOCK_LINE.finditer(chunk, ls, start):
+                line = m.group(0)
+                if m.end() > lo and re.search(rb"\d\d:\d\d:\d\d", chunk[max(lo, m.start()):min(m.end(), start)]) \
+                        and rank_of(line.decode("utf-8", "replace")) == rank:
+                    last = line
+            if last is not None:
+                self._pending.setdefault(rank, []).append(last)
+                if len(self._pending[rank]) > self.MAX_PENDING:
+                    self.ts(rank)
+        self._pos[rank] = max(self._pos.get(rank, 0), start)
 
-    def before(self, chunk, start):
-        self.advance(chunk, start)
-        return self.ts
+    def before(self, chunk, start, rank=None):
+        self.advance(chunk, start, rank)
+        return self.ts(rank)
 
-    def saw(self, ts, end):
+    def saw(self, ts, end, rank=None):
         if ts:
-            self._ts = ts
-            self._pending.clear()
-        self._pos = max(self._pos, end)
+            self._ts[rank] = ts
+            self._pending.pop(rank, None)
+        self._pos[rank] = max(self._pos.get(rank, 0), end)
 
 
-_CARRY_LINE = st.one_of(_SHAPE.map(lambda s: "5: " + s + " text"), _TEXT, st.just("no clock here"),
+_CARRY_LINE = st.one_of(_SHAPE.map(lambda s: "5: " + s + " text"), _SHAPE.map(lambda s: s + " text"),
+                        _SHAPE.map(lambda s: "[rank3]:" + s), _TEXT, st.just("no clock here"),
                         st.just("x" * 200), st.just(""))
 
 
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(_CARRY_LINE, min_size=1, max_size=40), st.lists(st.integers(0, 39), max_size=12),
-       st.sampled_from([None, 2026]), st.sampled_from([64 * 1024, 40, 7]))
-def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookback):
+       st.sampled_from([None, 2026]), st.sampled_from([64 * 1024, 40, 7]), st.sampled_from([16 * 1024, 2]))
+def test_carry_agrees_with_one_backtracking_search(lines, hit_rows, year, lookback, ask_span):
     data = "\n".join(lines).encode() + b"\n"
     starts, pos = [], 0
     for raw in data.split(b"\n")[:-1]:
         starts.append(pos)
         pos += len(raw) + 1
     hits = sorted({r for r in hit_rows if r < len(starts)})
-    saved = hitfacts.LOOKBACK
-    hitfacts.LOOKBACK = lookback
+    saved = hitfacts.LOOKBACK, hitfacts.ASK_SPAN
+    hitfacts.LOOKBACK, hitfacts.ASK_SPAN = lookback, ask_span  # (a small span: the chunk's lines indexed)
     try:
         fast, plain = TimeCarry(year), PlainCarry(year)
         for n, r in enumerate(hits):
             start = starts[r]
             end = data.find(b"\n", start)
-            own = timestamp_of(data[start:end].decode("utf-8", "replace"), year)[0]
+            line = data[start:end].decode("utf-8", "replace")
+            own, rank = timestamp_of(line, year)[0], rank_of(line)
             if n % 3 == 1 and own is None:  # a hit past its cap: passes the stretch, asks nothing
-                fast.advance(data, start)
-                plain.advance(data, start)
+                fast.advance(data, start, rank)
+                plain.advance(data, start, rank)
             else:
-                assert fast.before(data, start) == plain.before(data, start)
-            fast.saw(own, end)
-            plain.saw(own, end)
-        assert fast.ts == plain.ts
+                assert fast.before(data, start, rank) == plain.before(data, start, rank)
+            fast.saw(own, end, rank)
+            plain.saw(own, end, rank)
+        for rank in (None, 3, 5, 12):
+            assert fast.ts(rank) == plain.ts(rank)
     finally:
-        hitfacts.LOOKBACK = saved
+        hitfacts.LOOKBACK, hitfacts.ASK_SPAN = saved
 
 
 def test_the_newest_stamped_stretch_wins_past_hits_that_ask_nothing():
@@ -251,3 +296,23 @@ def test_the_newest_stamped_stretch_wins_past_hits_that_ask_nothing():
                 carry.advance(data, starts[i])
                 carry.saw(None, starts[i + 1] - 1)
             assert carry.before(data, starts[-1]) == want
+
+
+def test_interleaved_ranks_lend_each_other_no_stamp():
+    """Each rank carries its own last stamp; a line with no rank prefix carries the last
+    unprefixed stamp; a rank that never printed one carries none."""
+    text = (b"0: 2026-01-01 00:00:01 rank 0 step\n"
+            b"1: 2026-01-01 00:00:05 rank 1 step\n"
+            b"2026-01-01 00:00:07 launcher\n"
+            b"0: 2026-01-01 00:00:09 rank 0 step\n"
+            b"1: evidence of rank 1\n"
+            b"0: evidence of rank 0\n"
+            b"2: evidence of rank 2\n"
+            b"evidence of the launcher\n")
+    for carry in (TimeCarry(2026), PlainCarry(2026)):
+        got = []
+        for rank, needle in ((1, b"1: evidence"), (0, b"0: evidence"), (2, b"2: evidence"), (None, b"evidence of the")):
+            start = text.find(needle)
+            got.append(carry.before(text, start, rank))
+            carry.saw(None, text.find(b"\n", start), rank)
+        assert got == ["2026-01-01T00:00:05", "2026-01-01T00:00:09", None, "2026-01-01T00:00:07"]

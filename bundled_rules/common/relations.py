@@ -1,11 +1,13 @@
 """Shared vocabulary of the corpus's relational rules: which symptoms are victims,
-which are primaries, which CUDA errors are sticky, how to order events and map
-IPs / GIDs to hosts.  Pure functions over events and the job; no writes.
+which are primaries, which CUDA errors are sticky, how to order events (in the
+report and in time: a consequence cannot precede its cause) and map IPs / GIDs
+to hosts.  Pure functions over events and the job; no writes but trace notes.
 """
 from __future__ import annotations
 
 import re
 
+from rulekit.plugin import Before, job_window
 from rulekit.plugin import order_key as event_order_key
 
 # never the root cause when a primary fault exists (they stay as interesting evidence)
@@ -115,3 +117,56 @@ def ip_host_map(stream, canonical=lambda n: n) -> dict[str, set[str]]:
         if ip and host:
             out.setdefault(ip, set()).add(canonical(host))
     return out
+
+
+# ---- order in time: a consequence cannot precede its cause ------------------------------------------
+
+
+def lead_text(gap: float) -> str:
+    """How far ahead an event provably was (`rulekit.plugin.lead`), for a trace reason."""
+    if gap <= 0:
+        return "earlier in the same log"
+    return f"{gap:.3f} s" if gap < 1 else f"{gap:.0f} s"
+
+
+def before_all(context, events):
+    """`rulekit.plugin.Before` over `events` with the job's clock-skew tolerance and time
+    window: `before_all(context, causes)(e)` is by how many seconds `e` provably came
+    before every one of them, else None."""
+    return Before(events, context.clock_skew, job_window(context.job))
+
+
+def spare_first(context, symptom_set, candidates, causes, rule: str, node=None) -> set[str]:
+    """Of `candidates` (symptoms a rule is about to demote as consequences of the
+    symptoms `causes`), those whose every bad event (on `node`, or anywhere) provably
+    came before every bad event of the causes there (`before_all`: the job's clock-skew
+    tolerance and time window): a consequence cannot precede its cause.  Each is noted in the trace on `symptom_set` (`keep_symptom`, with the lead
+    in seconds) and returned for the rule to leave alone."""
+    stream = context.event_stream
+    causes = [c for c in causes if c]
+    cause_events = [e for c in causes for e in stream.query("bad_node", symptom=c, node=node)]
+    if not cause_events:
+        return set()
+    before = before_all(context, cause_events)
+    spared = set()
+    for sym in candidates:
+        evs = stream.query("bad_node", symptom=sym, node=node)
+        gaps = [before(e) for e in evs]
+        if evs and all(g is not None for g in gaps):
+            spared.add(sym)
+            symptom_set.note(sym, rule, f"came {lead_text(min(gaps))} before {causes[0]}: not its consequence")
+    return spared
+
+
+def demote_consequences(context, symptom_set, predicate, rule: str, reason: str, causes, keep=()) -> list[str]:
+    """`demote_where` for the consequences of `causes`: every active symptom of
+    `symptom_set` not in `keep` for which `predicate(symptom, info)` holds is demoted,
+    except those that came first (`spare_first`)."""
+    reg = context.registry
+    kept = set(keep)
+    wanted = [s for s in symptom_set.symptoms() if s not in kept and predicate(s, reg.info(s))]
+    spared = spare_first(context, symptom_set, wanted, causes, rule)
+    gone = [s for s in wanted if s not in spared]
+    for s in gone:
+        symptom_set.demote(s, rule, reason)
+    return gone

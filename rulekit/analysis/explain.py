@@ -161,6 +161,9 @@ def _priority(engine: RuleEngine, name: str) -> dict[str, Any]:
     return out
 
 
+NOTE_ACTIONS = ("keep", "keep_symptom", "prefer_symptom")  # trace notes: a rule left a symptom or chose it
+
+
 def _event_dict(e: Any) -> dict[str, Any]:
     return {"id": e.id, "type": short_type(e.event_type), "symptom": e.symptom, "node": e.node,
             "rule": e.rule, "source": e.label or e.source, "line_num": e.line_num}
@@ -212,6 +215,11 @@ def explain_job(engine: RuleEngine, job_dir: str | Path, rule: str | None = None
             entry = {"rule": t["rule"], "action": t["action"], "phase": t["phase"], "reason": t["reason"]}
             if entry not in fate[t["symptom"]]["removed_by"]:
                 fate[t["symptom"]]["removed_by"].append(entry)
+        elif t["symptom"] in fate and t["action"] in NOTE_ACTIONS:  # what a rule left or chose, and why (order in time)
+            entry = {"rule": t["rule"], "action": t["action"], "phase": t["phase"], "reason": t["reason"]}
+            notes = fate[t["symptom"]].setdefault("notes", [])
+            if entry not in notes:
+                notes.append(entry)
     remaining = set(result.get("symptoms", []))
     candidates = []
     for f in sorted(fate.values(), key=lambda f: (-(f["rank"] or 0), f["symptom"])):

@@ -180,6 +180,8 @@ def render_job_trace(d: dict[str, Any]) -> str:
                        f"{c['events']} event(s) on {', '.join(c['nodes'])}{added}")
             for r in c["removed_by"]:
                 out.append(f"         {r['action']} by {r['rule']} ({r['phase']}): {r['reason']}")
+            for r in c.get("notes", []):
+                out.append(f"         {r['action']} by {r['rule']} ({r['phase']}): {r['reason']}")
     out.append(f"Extraction: {len(d['events'])} event(s)" + (f" (rule {d['rule']} only)" if d.get("rule") else ""))
     for p in d["phases"]:
         order = ", ".join(f"{r['rule']} @ {r['stratum']}" for r in p.get("rules", []) if r.get("stratum"))

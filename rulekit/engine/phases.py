@@ -21,7 +21,13 @@ from dataclasses import field
 from typing import Any, Callable, Iterator, Mapping
 
 from rulekit.rules.records import dataclass
-from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
+from rulekit.config import (
+    DEFAULT_CLOCK_SKEW_SECONDS,
+    DEFAULT_EVIDENCE_MAX,
+    DEFAULT_EVIDENCE_PER_KEY,
+    DEFAULT_GROUP_CAP,
+    DEFAULT_REPEAT_CAP,
+)
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
@@ -39,9 +45,10 @@ from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes, blame_of, resource_blames
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
+from rulekit.engine.timeline import year_hint
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
 from rulekit.rules.registry import SymptomRegistry
-from rulekit.extract.hitfacts import INHERIT, Tail, TimeCarry, next_tail, resolve_tail
+from rulekit.extract.hitfacts import INHERIT, CarryJoin, Tail, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
 from rulekit.extract.scan import CHUNK_SIZE, decode_line
@@ -86,6 +93,7 @@ class FilterContext:
     selects: tuple = ()  # the rule's declared Selections
     dumps: tuple = ()  # flight-recorder dumps ingested as data (`rulekit.inputs.flight_recorder.FRDump`)
     limits: LimitsHit = field(default_factory=LimitsHit)
+    clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
 
     def limit_hit(self, limit: str, value: Any, what: str) -> None:
         """Report a limit this rule hit that may change the verdict (the result's `limits_hit`)."""
@@ -108,6 +116,7 @@ class RefinerContext:
     node: str | None = None
     outcome: OutcomeDecision | None = None
     rule: str = ""
+    clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
 
 
 @dataclass
@@ -246,7 +255,7 @@ class ExtractionPhase:
         self.manager = manager
         self.context_id = context_id
         self.job = job
-        self.year = job.start.year if job.start else None
+        self.year = year_hint(job)  # of year-less stamps (None: attribution finds it, `timeline`)
         self.node_set = set(job.nodes)
         self.added = 0
         self.errors: list[dict[str, str]] = []  # accumulators that raised (reported by every attribute())
@@ -320,18 +329,17 @@ class ExtractionPhase:
         then nothing is read here but the carried timestamp a chunk inherits, and the
         hits the worker knew to be past their cap come as one entry per group, at its
         first such hit, with what they add to its `event_repeats` row."""
-        inherited = None  # with facts: the carried timestamp where the chunk starts
-        tail = b""  # with facts: what a window may reach of the file before the chunk (`next_tail`)
+        join = CarryJoin(self.year)  # with facts: each rank's carried timestamp where the chunk starts
         for chunk, hits, got in scanned:
             first = line_base  # the chunk's first line
             if active:
                 active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
             if got is not None:  # (the worker counted the lines too; the tail is kept here, below)
-                facts, lines, after, newlines, last_end = got
+                facts, lines, after, newlines, last_ends = got
                 carry.new_chunk()
             else:
                 facts = lines = None
-                after, newlines, last_end = INHERIT, -1, -1
+                newlines = -1
                 carry.new_chunk(chunk)
             counted_pos, counted_line = 0, line_base
             for k, (start, end, idx, caps) in enumerate(hits):
@@ -349,18 +357,20 @@ class ExtractionPhase:
                 if facts is not None:
                     f = facts[k]
                     if f[3] is INHERIT or type(f[3]) is Tail:
-                        f = (f[0], f[1], f[2], resolve_tail(f[3], tail, self.year, inherited), f[4])
+                        f = (f[0], f[1], f[2], join.resolve(f[3], f[2]), f[4])
+                    rank = f[2]
+                else:
+                    rank = rank_of(line)  # (the carry is per rank)
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
                     ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
-                                                 f or partial(carry.before, chunk, start))
+                                                 f or partial(carry.before, chunk, start, rank))
                 else:
-                    ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f)
+                    ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f, rank)
                 if f is None:
-                    carry.saw(ts, end)
+                    carry.saw(ts, end, rank)
             if facts is not None:
-                inherited = resolve_tail(after, tail, self.year, inherited)
-                tail = next_tail(tail, chunk, last_end)
+                join.end_chunk(chunk, after, last_ends)
             line_base = first + newlines if lines is not None else counted_line + chunk.count(b"\n", counted_pos)
             if progress:
                 progress(len(chunk))
@@ -490,7 +500,7 @@ class ExtractionPhase:
 
     def _emit(self, rule: ExtractorRule, obs: Observation, line: str, caps: dict, line_num: int, oc: int,
               carry: TimeCarry | None = None, chunk: bytes = b"", start: int = 0,
-              facts: tuple | None = None) -> str | None:
+              facts: tuple | None = None, rank_read: Any = _NOT_READ) -> str | None:
         """Add the rule's event for one line (or count it, beyond the caps); returns the
         line's own timestamp.  What only a stored event shows (uptime, the
         rendered fields, the carried timestamp) is computed only for one that is stored;
@@ -499,7 +509,7 @@ class ExtractionPhase:
         plan = self.emit_plan(rule)
         if facts is None:
             ts, uptime = timestamp_of(line, self.year)
-            rank = carried = host = _NOT_READ
+            rank, carried, host = rank_read, _NOT_READ, _NOT_READ
             values, symptom, node, group, key, rank = self.resolve(plan, obs, line, caps, rank, host)
         else:  # a worker read the rank and host
             ts, uptime, rank, carried, host = facts
@@ -507,7 +517,7 @@ class ExtractionPhase:
         etype = plan.etype
         if not self._admit(group, key, True):
             if ts is None and carry is not None and facts is None:
-                carry.advance(chunk, start)  # what a lookback here would have remembered
+                carry.advance(chunk, start, rank if rank is not _NOT_READ else rank_of(line))  # what a lookback here would have remembered
             self._left_out(oc, group, line_num, ts)
             return ts  # a stamped line is the nearest earlier stamped line for what follows, stored or not
         fields = dict(values)
@@ -517,7 +527,7 @@ class ExtractionPhase:
             rank = rank_of(line)
         _line_facts(fields, rank, uptime, obs)  # type: ignore[arg-type]
         if ts is None:
-            c = carried if carried is not _NOT_READ else carry.before(chunk, start) if carry is not None else None
+            c = carried if carried is not _NOT_READ else carry.before(chunk, start, rank) if carry is not None else None
             if c:
                 fields["carried_ts"] = c
         m = self.manager
@@ -719,7 +729,7 @@ class FilterPhase:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
             ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,
-                                state.limits)
+                                state.limits, state.engine.config.clock_skew_seconds)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -775,15 +785,17 @@ class RefinementPhase:
             node_set.put_many(symptom, node, ids)
         state.node_sets = node_sets
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
+        skew = state.engine.config.clock_skew_seconds
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
             self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
-                                                                reg, node=node, rule=rule.name))
+                                                                reg, node=node, rule=rule.name, clock_skew=skew))
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
         self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
-                                                            state.engine.registry, rule=rule.name))
+                                                            state.engine.registry, rule=rule.name,
+                                                            clock_skew=state.engine.config.clock_skew_seconds))
         self._back_propagate(state, job_set)
 
     def outcome(self, state: AttributionState) -> None:
@@ -797,7 +809,8 @@ class RefinementPhase:
         assert job_set is not None  # set by the outcome step
         self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                            state.engine.registry, outcome=state.decision,
-                                                           rule=rule.name))
+                                                           rule=rule.name,
+                                                           clock_skew=state.engine.config.clock_skew_seconds))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:
@@ -931,9 +944,10 @@ class ReportPhase:
 
 def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
               most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
-    """Bad events first (by rank), then interesting ones; the first `per_key` per
-    (type, symptom, node), `most` in all (EngineOptions.evidence_per_key /
-    evidence_max); returns them and how many were left out.
+    """The first `per_key` events per (type, symptom, node) and `most` in all
+    (EngineOptions.evidence_per_key / evidence_max; the bad ones kept first, by rank),
+    listed in time order (`ordering.event_order_key`); returns them and how many were
+    left out.
 
     Within one key the type and rank are the same, so its first few in the report's
     order are its first few by event order: those are picked per key (no sort of
@@ -945,6 +959,8 @@ def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE
     for group in groups.values():
         picked.extend(group if len(group) <= per_key else first_in_order(group, per_key))
     picked.sort(key=lambda e: (not e.is_bad, -reg.rank(e.symptom or ""), _sort_key(e)))
-    out = [e.to_evidence() for e in picked[:most]]
+    picked = picked[:most]  # the ones kept: bad first, by rank; then listed in time order
+    picked.sort(key=_sort_key)
+    out = [e.to_evidence() for e in picked]
     return out, len(events) - len(out)
 

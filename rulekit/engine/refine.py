@@ -128,6 +128,12 @@ class SymptomSet:
         """Remove the symptom; its bad-node events become interesting at back-propagation."""
         return self._remove(symptom, "demote", rule, reason)
 
+    def note(self, symptom: str, rule: str = "", reason: str = "", action: str = "keep_symptom") -> None:
+        """Record in the trace why a rule left `symptom` as it is (`keep_symptom`) or chose
+        it (`prefer_symptom`); changes nothing."""
+        self.trace.append(TraceEntry(self.phase, rule, action, None, self.registry.canonical(symptom), self.scope,
+                                     reason))
+
     def keep_only(self, symptoms: set[str], rule: str = "", reason: str = "", action: str = "demote") -> list[str]:
         symptoms = {self.registry.canonical(s) for s in symptoms}
         gone = [s for s in self.symptoms() if s not in symptoms]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import functools
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
@@ -38,6 +39,7 @@ from rulekit.engine.phases import (
     ReportPhase,
 )
 from rulekit.engine.store import EventManager, TraceEntry, paused_gc
+from rulekit.engine.timeline import Clock
 from rulekit.rules.model import EventType
 
 _counter = itertools.count(1)
@@ -139,6 +141,7 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
+        stream.timeline = functools.partial(Clock.of, self.job)  # years and one clock for every stamp (docs/time.md)
         state = AttributionState(self.engine, self.job, stream, trace, dumps=tuple(self.dumps), limits=LimitsHit())
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)

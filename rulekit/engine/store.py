@@ -58,6 +58,7 @@ from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPI
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
 from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attribution pauses collections too)
+from rulekit.extract.linectx import NO_YEAR
 
 _EVENT_TYPES = tuple(et.value for et in EventType)
 
@@ -195,6 +196,8 @@ class Event:
     label: str | None
     payload: dict[str, Any] = field(default_factory=dict)
     obs_context_id: int | None = None
+    # its place on the job's one clock (`rulekit.engine.timeline`; "": none; None: not settled, read the stamps)
+    when: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -209,9 +212,24 @@ class Event:
         return self.event_type == _INTERESTING
 
     def to_evidence(self) -> dict[str, Any]:
-        return {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
-                "source": self.label or self.source, "line_num": self.line_num, "timestamp": self.timestamp,
-                "datum": self.datum}
+        """The result's evidence item.  `timestamp`: the line's own stamp (`time_source`
+        "line") or the one carried from the nearest earlier stamped line of its file and
+        rank ("inherited"); a stamp whose year stayed unknown is `time_of_year` instead
+        (`MM-DDTHH:MM:SS[.ffffff]`, docs/time.md)."""
+        ts, source = self.timestamp, None
+        if ts:
+            source = "line"
+        else:
+            ts = self.payload.get("fields", {}).get("carried_ts") or None
+            if ts:
+                source = "inherited"
+        out = {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
+               "source": self.label or self.source, "line_num": self.line_num, "timestamp": ts,
+               "time_source": source, "datum": self.datum}
+        if ts and ts.startswith(NO_YEAR):
+            out["timestamp"] = None
+            out["time_of_year"] = ts[5:]
+        return out
 
 
 class TraceEntry(NamedTuple):
@@ -221,7 +239,8 @@ class TraceEntry(NamedTuple):
 
     phase: str
     rule: str
-    action: str  # add | demote | promote | discard | set_symptom | (refiner) discard_symptom | demote_symptom
+    action: str  # add | demote | promote | discard | set_symptom | keep | (refiner) discard_symptom | demote_symptom
+    #            | keep_symptom | prefer_symptom (notes: what a rule left as it was, or chose, and why)
     event_id: int | None
     symptom: str | None
     node: str | None
@@ -815,6 +834,9 @@ class EventStream:
         self._ws: _WorkingSet | None = None
         # symptom alias -> canonical name (the registry's), applied on every write and query
         self.canonical: Callable[[str], str] = lambda name: name
+        # the job's events -> the clock that settles each (`rulekit.engine.timeline.Clock`); None: as stored
+        self.timeline: Callable[[list[Event]], Any] | None = None
+        self._clock: Any = None
 
     def _set(self) -> _WorkingSet:
         if self._ws is None:
@@ -823,10 +845,18 @@ class EventStream:
             names = _Names(conn, self.context_id)
             kept = self.manager.mirror(self.context_id)
             if kept is not None:  # the rows this context inserted: no read back, no JSON round trip
-                self._ws = _WorkingSet(_from_rows(kept, names))
+                events = _from_rows(kept, names)
             else:
                 self.manager.flush()
-                self._ws = _WorkingSet(_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
+                events = (_decode(r, names) for r in conn.execute(_SELECT, (self.context_id,)))
+            if self.timeline is not None:  # every event placed on the job's clock before a rule reads one
+                with paused_gc():  # (the job's events in one go, as `_WorkingSet` builds them)
+                    events = list(events)
+                    self._clock = self.timeline(events)
+                    settle = self._clock.settle
+                    for e in events:
+                        settle(e)
+            self._ws = _WorkingSet(events)
             self.manager.streams.add(self)
         return self._ws
 
@@ -982,11 +1012,14 @@ class EventStream:
         if cause is not None:
             extra["cause_event"] = cause.id
         m = self.manager
-        row = m.row(self.context_id, etype, rule, cause.obs_context_id if cause else None,
-                    spec.timestamp or (cause.timestamp if cause else None),
+        ts = spec.timestamp or (cause.timestamp if cause else None)
+        fields = dict(spec.fields)
+        if not ts and cause is not None and cause.fields.get("carried_ts"):
+            fields.setdefault("carried_ts", cause.fields["carried_ts"])  # derived from a line: its inherited stamp too
+        row = m.row(self.context_id, etype, rule, cause.obs_context_id if cause else None, ts,
                     spec.line_num if spec.line_num is not None else (cause.line_num if cause else None),
                     spec.datum if spec.datum is not None else (cause.datum if cause else None), node, symptom,
-                    dict(spec.fields), extra)
+                    fields, extra)
         m.add(row)  # buffered like any insert: written (and numbered) before any read of the store
         r = EventRow.of(row)
         self.trace.append(TraceEntry(self.phase, rule, "add", r.id, symptom, node, reason))
@@ -997,6 +1030,8 @@ class EventStream:
                    line_num=r.line_num, datum=r.source_datum, source=cause.source if cause else None,
                    format=cause.format if cause else None, label=cause.label if cause else None,
                    payload=stored, obs_context_id=r.obs_context_id)
+        if self._clock is not None:
+            self._clock.settle(ev)
         ws.put(ev)
         return ev
 
@@ -1050,6 +1085,17 @@ class EventStream:
     def demote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """bad -> interesting; returns how many changed."""
         return self._retype(events, EventType.INTERESTING_NODE, EventType.BAD_NODE, rule, "demote", reason)
+
+    def note(self, events: Iterable[Event], rule: str | None = None, reason: str = "", action: str = "keep") -> int:
+        """Record in the trace why a rule left these events as they are (`action`, e.g.
+        "keep": a victim kept bad because it came first); changes nothing, so a frozen
+        stream may be noted too.  Returns how many were noted."""
+        rule = self._author(rule)
+        n = 0
+        for e in events:
+            self.trace.append(TraceEntry(self.phase, rule, action, e.id, e.symptom, e.node, reason))
+            n += 1
+        return n
 
     def promote(self, events: Iterable[Event], rule: str | None = None, reason: str = "") -> int:
         """interesting -> bad; returns how many changed."""

@@ -40,9 +40,10 @@ MAX_PAST = 200_000  # evidence past its cap remembered at most (then forgotten a
 
 class WorkerHits:
     """`annotate` for `parallel_scan`: (chunk, hits, news) -> (hits sent, (facts, their lines in the
-    chunk, carried after, the chunk's newlines, its last hit line's end)) (`chunk_facts`)."""
+    chunk, each rank's carried value after it, the chunk's newlines, each rank's last hit line's
+    end)) (`chunk_facts`)."""
 
-    def __init__(self, phase: Any, obs: Any, rules: Sequence[Any], year: int | None, hosts: bool):
+    def __init__(self, phase: Any, obs: Any, rules: Sequence[Any], year: Any, hosts: bool):
         self.phase = phase
         self.obs = obs
         self.rules = rules
@@ -63,8 +64,8 @@ class WorkerHits:
         if self.keys or self.groups:
             self._counts = GroupCounts()
             leave_out = self._leave_out
-        sent, facts, lines, after, newlines, last_end = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
-        return sent, (facts, lines, after, newlines, last_end)
+        sent, facts, lines, after, newlines, last_ends = chunk_facts(chunk, hits, self.year, self.hosts, leave_out)
+        return sent, (facts, lines, after, newlines, last_ends)
 
     def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's
