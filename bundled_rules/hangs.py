@@ -19,8 +19,8 @@
     device evidence, the laggard is added as interesting only: that evidence leads;
   * when the logs cannot tell (all ranks equal, one rank's lines only, too many
     missing), nothing bad: the reason is in the trace and the report, and a gloo /
-    NCCL closed connection that came after the peers' timeouts is demoted (the peer
-    closed its end because it gave up waiting);
+    NCCL closed connection is demoted unless its own stamp is earlier than the first
+    timeout (a peer that gave up waiting closed its end: not the network);
   * one data event with the comparison (`kind = hang_analysis`) for the collector.
 - hang_ranks (collector): `collectors.hang_ranks` = the verdict(s), the criterion and
   the numbers compared, and one row per rank (bounded).
@@ -190,15 +190,19 @@ def hang_laggard(context):
                 else:
                     stream.add(EventSpec(type="bad_node", symptom=LAGGARD, node=node, fields=fields),
                                cause=cause, reason=f"{f.why}; nothing on it says why (suspected)")
-        else:
+        elif cause is not None:
+            # the ranks' lines interleave in no reliable order: only a closed connection whose own
+            # stamp is earlier than the first timeout's is not the peers' giving up
             closed = [e for e in stream.bad_events() if e.symptom == "NCCL_CONNECTION_CLOSED"
-                      and cause is not None and order(e, cause) == 1]
+                      and not (e.timestamp and cause.timestamp and order(e, cause) == -1)]
             if closed:
-                stream.demote(closed, reason="a closed connection after the peers' timeouts: the peer gave up waiting")
+                stream.demote(closed, reason="a connection closed while the peers timed out waiting: a peer "
+                                             "gave up and left, not the network")
     verdict = ", ".join(f.kind for f in analysis.findings) or "none"
     stream.add(EventSpec(type="data", fields={"kind": "hang_analysis", "verdict": verdict,
                                               "summary": analysis.to_field()}),
-               reason="; ".join(f.why for f in analysis.findings) or "no rank stood out")
+               reason="; ".join(f.why for f in analysis.findings if f.kind == "undecided")
+               or f"the comparison ({verdict}) for collectors.hang_ranks")
 
 
 @collector_def(name="hang_ranks", author=AUTHOR, requires=(RULE,))

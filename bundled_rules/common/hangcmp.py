@@ -180,7 +180,7 @@ class RankView:
             lc = _int(e.fields.get("last_completed"))
             if lc is not None and (pg not in last or lc < last[pg]):
                 last[pg] = lc
-        seqs = sorted({_int(w.fields.get("seq")) for w in self.waits if w.symptom and _int(w.fields.get("seq")) is not None})
+        seqs = sorted({n for w in self.waits if w.symptom and (n := _int(w.fields.get("seq"))) is not None})
         out: dict[str, Any] = {"rank": self.rank, "node": self.node, "waited": self.wait_kind()}
         if seqs:
             out["timed_out_at"] = seqs
@@ -381,8 +381,8 @@ def _reported_mismatch(b: _Builder) -> Finding | None:
     already a symptom; the rank most of the reports name as running something else is noted."""
     if not b.mismatch_lines:
         return None
-    named = Counter(_int(e.fields.get(k)) for e in b.mismatch_lines for k in ("other_rank", "rank", "around_rank")
-                    if _int(e.fields.get(k)) is not None)
+    named = Counter(r for e in b.mismatch_lines for k in ("other_rank", "mismatch_rank", "around_rank")
+                    if (r := _int(e.fields.get(k))) is not None)
     odd = []
     if named:
         top, n = named.most_common(1)[0]
@@ -432,6 +432,12 @@ def _timeouts_by_pg(b: _Builder) -> dict[str | None, dict[int, tuple]]:
     return clean
 
 
+def _odd_ones(sig: dict[Any, Any]) -> list[Any]:
+    """The keys whose collective differs from the majority's (all of them when none has one)."""
+    common, n = Counter(sig.values()).most_common(1)[0]
+    return sorted(k for k, v in sig.items() if v != common) if n * 2 > len(sig) else sorted(sig)
+
+
 def _watchdog_mismatch(b: _Builder) -> Finding | None:
     for pg, ranks in sorted(_timeouts_by_pg(b).items()):
         by_seq: dict[int, dict[int, tuple]] = {}
@@ -454,9 +460,7 @@ def _watchdog_mismatch(b: _Builder) -> Finding | None:
                 if len(sig) < 2 or len(set(sig.values())) < 2:
                     continue
                 what = "sizes"
-            counts = Counter(sig.values())
-            common = counts.most_common(1)[0]
-            odd = sorted(r for r, s in sig.items() if s != common[0]) if common[1] * 2 > len(sig) else sorted(sig)
+            odd = _odd_ones(sig)
             where = f"process group {pg}"
             desc = "; ".join(f"rank {r}: {items[r][1]} NumelIn={items[r][2]} NumelOut={items[r][3]}"
                              for r in sorted(items))
@@ -516,9 +520,7 @@ def _opcount_mismatch(b: _Builder, capped: set[str]) -> Finding | None:
                 sig = {p: (e.fields.get("count"), e.fields.get("dtype")) for p, e in per.items()}
                 if len(set(sig.values())) < 2:
                     continue
-            counts = Counter(sig.values())
-            common = counts.most_common(1)[0]
-            odd = sorted(p for p, s in sig.items() if s != common[0]) if common[1] * 2 > len(sig) else sorted(sig)
+            odd = _odd_ones(sig)
             desc = "; ".join(f"{p}: {e.fields.get('op')} count {e.fields.get('count')} datatype {e.fields.get('dtype')}"
                              for p, e in sorted(per.items()))
             f = Finding("mismatch", f"at opCount {oc:x} of the {n}-rank communicator the processes issued different "
@@ -555,7 +557,7 @@ def _named(b: _Builder, a: Analysis, capped: set[str], world: int | None) -> Fin
 
 
 def _progress_numbers(b: _Builder, a: Analysis, capped: set[str], world: int | None) -> Finding | None:
-    # last completed work per process group
+    # last completed work, and the sequence number each rank timed out at, per process group
     done: dict[str, dict[int, tuple[int, Any]]] = {}
     for r, v in b.views.items():
         for e in v.numbers:
@@ -566,29 +568,21 @@ def _progress_numbers(b: _Builder, a: Analysis, capped: set[str], world: int | N
             cur = done.setdefault(pg, {}).get(r)
             if cur is None or lc < cur[0]:
                 done[pg][r] = (lc, e)
-    for pg, per in sorted(done.items()):
-        got = _minority({r: x[0] for r, x in per.items()})
-        if got:
+    seqs = {pg: {r: (x[0], x[4]) for r, x in per.items()} for pg, per in _timeouts_by_pg(b).items()}
+    for table, key, text in (
+            (done, "last_completed", "{low} completed work up to {lo}{where}, while {others} completed up to {hi}"),
+            (seqs, "seq", "{low} timed out waiting on SeqNum {lo}{where}, while {others} had moved on to SeqNum {hi}")):
+        for pg, per in sorted(table.items()):
+            got = _minority({r: x[0] for r, x in per.items()})
+            if not got:
+                continue
             low, lo, hi = got
             others = sorted(set(per) - set(low))
-            where = f" of process group {pg}"
-            why = (f"{_ranks_text(low)} completed work up to {lo}{where}, while "
-                   f"{_ranks_text(others)} completed up to {hi}")
+            why = text.format(low=_ranks_text(low), others=_ranks_text(others), lo=lo, hi=hi,
+                              where=f" of process group {pg}")
             return Finding("laggard", why, ranks=low, criterion="progress", wait_kind="collective",
                            evidence=[per[r][1] for r in low] + [per[others[0]][1]],
-                           details={"pg": pg, "last_completed": {str(r): per[r][0] for r in sorted(per)}})
-    # the sequence number each rank timed out at
-    for pg, per in sorted(_timeouts_by_pg(b).items()):
-        got = _minority({r: x[0] for r, x in per.items()})
-        if got:
-            low, lo, hi = got
-            others = sorted(set(per) - set(low))
-            where = f" of process group {pg}"
-            why = (f"{_ranks_text(low)} timed out waiting on SeqNum {lo}{where}, while "
-                   f"{_ranks_text(others)} had moved on to SeqNum {hi}")
-            return Finding("laggard", why, ranks=low, criterion="progress", wait_kind="collective",
-                           evidence=[per[r][4] for r in low] + [per[others[0]][4]],
-                           details={"pg": pg, "seq": {str(r): per[r][0] for r in sorted(per)}})
+                           details={"pg": pg, key: {str(r): per[r][0] for r in sorted(per)}})
     return None
 
 
@@ -637,8 +631,8 @@ def _missing(b: _Builder, a: Analysis, capped: set[str], world: int | None) -> F
     if not missing or len(waiters) < 2 or len(missing) > max(1, world // 8):
         return None
     alive = [r for r in missing if r in b.views and b.views[r].seen]
-    if len(waiters) < 3 and len(alive) < len(missing):
-        return None
+    if len(engaged) < 3 and len(alive) < len(missing):
+        return None  # two ranks' lines could be an excerpt: the missing rank's own lines must be there
     for r in missing:
         b.view(r, None)
     kind = _wait_kind(b)
@@ -684,7 +678,8 @@ def _stale(b: _Builder, a: Analysis, capped: set[str], world: int | None) -> Fin
     why = (f"rank {r} printed its last progress at {last[r].isoformat(sep=' ')}, "
            f"{int((closest - last[r]).total_seconds())} s before any other rank's last progress")
     return Finding("laggard", why, ranks=[r], criterion="stale", wait_kind=_wait_kind(b),
-                   evidence=[ev[r]], details={"last_progress": {str(q): t.isoformat() for q, t in sorted(last.items())}})
+                   evidence=[ev[r]],
+                   details={"last_progress": {str(q): t.isoformat() for q, t in sorted(last.items())}})
 
 
 def _busy(v: RankView | None, first_wait: Any, limit: float | None, waits: list) -> tuple[str, Any] | None:
@@ -706,7 +701,8 @@ def _busy(v: RankView | None, first_wait: Any, limit: float | None, waits: list)
         if rel is not None and rel >= 0:
             return _progress_label(e), e
         te, tw = _time(e), _time(first_wait)
-        if limit and te is not None and tw is not None and (tw - te).total_seconds() <= limit + max(limit, BUSY_SLACK_S):
+        window = limit + max(limit, BUSY_SLACK_S) if limit else None
+        if window and te is not None and tw is not None and (tw - te).total_seconds() <= window:
             return _progress_label(e), e  # it started within a timeout (or a minute) before the others began to wait
     return None
 
