@@ -32,7 +32,7 @@ import re
 
 from rulekit.plugin import Accumulator, EventSpec, FilterPriority, accumulator_def, collector_def, filter_def
 
-from .common.hangcmp import WAITS, analyze, order
+from .common.hangcmp import COMM_ERRORS, PROGRESS_DATA, PROGRESS_KINDS, WAITS, WORKLOAD_EVIDENCE, analyze, order
 from .common.relations import is_primary
 
 AUTHOR = "rulekit corpus"
@@ -47,6 +47,9 @@ CAPTURE_RULES = frozenset({
     "NcclCollOpCount", "BusyProgress", "DataPrepProgress",
 })
 TRIGGER_KINDS = ("barrier_late", "nccl_coll", "watchdog_progress")
+# what the comparison reads (through the symptom index and the data events): not every event of a job
+READ_SYMPTOMS = tuple(sorted(WAITS | COMM_ERRORS | WORKLOAD_EVIDENCE | {MISMATCH}))
+READ_KINDS = frozenset({*TRIGGER_KINDS, *PROGRESS_KINDS, *PROGRESS_DATA})
 
 # The vocabulary of a rank's own long work (activity, RE2 pattern): the start of work that can
 # outlast a collective timeout on one rank.  Periodic lines of a healthy loop (iteration counters,
@@ -153,10 +156,13 @@ def hang_laggard(context):
     if not _might_hang(stream):
         return
     capped = {rule for (rule, _node), (count, _ts) in stream.left_out().items() if count and rule in CAPTURE_RULES}
-    analysis = analyze(stream.query(), job, capped)
+    relevant = [e for s in READ_SYMPTOMS for e in stream.query(symptom=s)]
+    relevant += [e for e in stream.data_events() if e.fields.get("kind") in READ_KINDS]
+    analysis = analyze(relevant, job, capped, everything=stream.query)
     if analysis is None:
         return
-    primaries = [e for e in stream.bad_events() if is_primary(e.symptom, reg)]
+    primaries = [e for e in stream.bad_events() if is_primary(e.symptom, reg)] if any(
+        f.kind == "laggard" for f in analysis.findings) else []
     for f in analysis.findings:
         cause = f.evidence[0] if f.evidence else None
         if f.kind == "mismatch":

@@ -32,7 +32,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 COLLECTIVE_WAITS = frozenset({"NCCL_WATCHDOG_TIMEOUT", "GLOO_COLLECTIVE_TIMEOUT"})
 STORE_WAITS = frozenset({"C10D_STORE_TIMEOUT", "RENDEZVOUS_TIMEOUT"})
@@ -286,6 +286,18 @@ class _Builder:
         self.mismatch_lines: list = []
         self.all_waits: list = []
         self.unranked_waits = 0
+        self.everything: Callable[[], Iterable[Any]] | None = None  # all of the job's events, on request
+        self._printed: set[int] | None = None
+
+    def printed(self, rank: int) -> bool:
+        """Whether any line of `rank` made an event (its output is in the logs)."""
+        if rank in self.views and self.views[rank].seen:
+            return True
+        if self.everything is None:
+            return False
+        if self._printed is None:
+            self._printed = {r for e in self.everything() if (r := rank_of(e)) is not None}
+        return rank in self._printed
 
     def view(self, rank: int, node: str | None) -> RankView:
         v = self.views.get(rank)
@@ -326,9 +338,14 @@ class _Builder:
             v.numbers.append(e)
 
 
-def analyze(events: Iterable[Any], job: Any, capped_rules: Iterable[str] = ()) -> Analysis | None:
-    """The comparison of one job's ranks; None when nothing in it waited (no hang)."""
+def analyze(events: Iterable[Any], job: Any, capped_rules: Iterable[str] = (),
+            everything: Callable[[], Iterable[Any]] | None = None) -> Analysis | None:
+    """The comparison of one job's ranks; None when nothing in it waited (no hang).
+    `events`: the waits, connection errors, workload evidence, mismatch reports and the
+    progress / opCount / barrier data (more is read and ignored); `everything`: all of the
+    job's events, asked for only when whether a rank printed anything at all decides."""
     b = _Builder(job)
+    b.everything = everything
     events = list(events)
     for e in events:
         b.add(e)
@@ -630,7 +647,7 @@ def _missing(b: _Builder, a: Analysis, capped: set[str], world: int | None) -> F
     missing = [r for r in range(world) if r not in engaged]
     if not missing or len(waiters) < 2 or len(missing) > max(1, world // 8):
         return None
-    alive = [r for r in missing if r in b.views and b.views[r].seen]
+    alive = [r for r in missing if b.printed(r)]
     if len(engaged) < 3 and len(alive) < len(missing):
         return None  # two ranks' lines could be an excerpt: the missing rank's own lines must be there
     for r in missing:
