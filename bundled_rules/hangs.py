@@ -153,7 +153,7 @@ def hang_laggard(context):
     """Compare what every rank's lines say about a hang; name the rank the others waited
     for (or the mismatched collective), or say why the logs cannot tell."""
     stream, job, reg = context.event_stream, context.job, context.registry
-    if not _might_hang(stream):
+    if (job.state or "").upper() == "COMPLETED" or not _might_hang(stream):
         return
     capped = {rule for (rule, _node), (count, _ts) in stream.left_out().items() if count and rule in CAPTURE_RULES}
     relevant = [e for s in READ_SYMPTOMS for e in stream.query(symptom=s)]

@@ -188,3 +188,16 @@ def test_a_connection_closed_while_peers_timed_out_is_their_consequence(bundled)
     assert "NCCL_CONNECTION_CLOSED" not in late["symptoms"] and late["outcome"] == "unknown"
     early = _attribute_lines(bundled, job, _closed_and_timeouts("2026-11-19 10:00:00,000"))
     assert "NCCL_CONNECTION_CLOSED" in early["symptoms"]
+
+
+def test_opcount_lines_without_a_wait_name_nobody(bundled):
+    """Processes one collective apart at the end of a log are a job in flight: without a
+    timeout, a monitored barrier or a mismatch, the opCount lines name no laggard."""
+    lines = []
+    for pid, last in ((615, 0x139E), (616, 0x139E), (619, 0x139D)):
+        for oc in range(0x139C, last + 1):
+            lines.append(f"node0001:{pid}:{pid + 1} [0] NCCL INFO AllReduce: opCount {oc:x} sendbuff 0x1 recvbuff 0x1 "
+                         f"count 1024 datatype 7 op 0 root 0 comm 0x{pid:x}0 [nranks=3] stream 0x2")
+    result = _attribute_lines(bundled, _job(["node0001"], 3), lines)
+    assert not {"HANG_LAGGARD_RANK", "HANG_LAGGARD_WORKLOAD"} & set(result["symptoms"])
+    assert "hang_ranks" not in result["collectors"] or not result["collectors"]["hang_ranks"]

@@ -363,12 +363,7 @@ def analyze(events: Iterable[Any], job: Any, capped_rules: Iterable[str] = (),
         return a
     waits = b.all_waits
     if not waits and not b.barrier:
-        # no rank timed out (a job killed while hung): NCCL's opCount lines alone can still tell
-        lag = _opcount_laggard(b) if b.coll and "NcclCollOpCount" not in capped else None
-        if lag is None:
-            return None
-        a.findings.append(lag)
-        return a
+        return None  # nothing waited: processes a collective or two apart are a job in flight, not a hang
     first_wait = _first(waits) if waits else b.barrier[0]
     limit = min((t for t in (timeout_s(w) for w in waits) if t), default=None)
     for crit in (_named, _progress_numbers, _opcount_laggard_if, _missing, _stale):
