@@ -24,7 +24,6 @@ stratum, and filters of other files interleave by that number):
 - TracebackFanOut (MID+40): identical tracebacks on many ranks are one failure;
 - TransientStorageRecovered (STANDARD+10): storage outages that recovered are demoted;
 - PlacedEvidenceWins (STANDARD+20): node-less copies of a placed symptom are demoted;
-- WatchdogStragglers (STANDARD+30): interesting-only lead on the rank that is behind;
 - DemoteVictimsWhenPrimary (LATE+10): victims become interesting once a primary exists.
 
 Each filter runs as the stream's current rule: its changes are recorded under its
@@ -38,6 +37,7 @@ from datetime import datetime
 from rulekit.plugin import EventSpec, FilterPriority, Selection, filter_def, register_symptom
 
 from .common.relations import (
+    STAMPED_LATE_CAUSES,
     NETWORK_HOST_EVIDENCE, NVLINK5_DECODED, NVLINK5_LOCAL_CONSEQUENCES, STICKY_CUDA, VICTIMS, before_all, ip_host_map,
     is_primary, lead_text, nvlink5_filtering_demotes, order_key, rank_field,
 )
@@ -542,50 +542,6 @@ def placed_evidence_wins(context):
         stream.demote(loose, reason="the same symptom is placed on a node elsewhere")
 
 
-register_symptom("NCCL_STRAGGLER_SUSPECT", outcome="unknown", sub_domain="nccl", rank=50, blame="peer",
-                 docs="Interesting only: in a job that died of collective timeouts with no other fault, this rank had "
-                      "completed fewer collectives than its peers, or never reported at all: look at it first.")
-
-
-@filter_def(name="WatchdogStragglers", author=AUTHOR, priority=FilterPriority.STANDARD + 30,
-            symptoms=("NCCL_STRAGGLER_SUSPECT",))
-def watchdog_stragglers(context):
-    """When a job dies of watchdog timeouts and nothing primary is known, the timed-out
-    ranks are victims of a rank that is behind: the one with the lowest `last completed
-    NCCL work`, or a rank of the job that never reported.  Marks those ranks' nodes as
-    interesting (never bad: this is a lead, not a verdict)."""
-    stream, job, reg = context.event_stream, context.job, context.registry
-    if any(is_primary(e.symptom, reg) for e in stream.bad_events()):
-        return
-    progress = {}
-    for d in stream.data_events():
-        if d.fields.get("kind") != "watchdog_progress" or d.fields.get("last_completed") in (None, ""):
-            continue
-        rank = rank_field(d)
-        if rank is None:
-            continue
-        done = int(d.fields["last_completed"])
-        progress[rank] = min(done, progress.get(rank, done))
-    if len(progress) < 2:
-        return
-    suspects = {}
-    low = min(progress.values())
-    if low < max(progress.values()):
-        for rank, done in progress.items():
-            if done == low:
-                suspects[rank] = f"last completed work {done} < {max(progress.values())} on other ranks"
-    world = (job.tasks_per_node or 0) * len(job.nodes)
-    if world and len(progress) >= world // 2:
-        for rank in range(world):
-            if rank not in progress:
-                suspects.setdefault(rank, "never reported a watchdog timeout while its peers did")
-    for rank, why in sorted(suspects.items()):
-        node = job.rank_to_node(rank)
-        stream.add(EventSpec(type="interesting_node", symptom="NCCL_STRAGGLER_SUSPECT", node=node,
-                             fields={"rank": rank, "why": why}),
-                   reason=f"rank {rank}: {why}")
-
-
 # ---- LATE ------------------------------------------------------------------------------------------
 
 @filter_def(name="DemoteVictimsWhenPrimary", author=AUTHOR, priority=FilterPriority.LATE + 10,
@@ -614,7 +570,9 @@ def demote_victims_when_primary(context):
     if not victims:
         return
     # a victim that provably came before every primary fault is not their victim: it stays bad
-    before = before_all(context, primaries)
+    # (not provable against a cause stamped by what the late rank was still doing)
+    late = any(e.symptom in STAMPED_LATE_CAUSES for e in primaries)
+    before = (lambda e: None) if late else before_all(context, primaries)
     first = min(primaries, key=order_key)
     demoted = []
     for v in victims:

@@ -100,18 +100,25 @@ def _attribute_case(engine, name):
         return s.attribute()
 
 
-def test_watchdog_straggler_is_interesting_not_bad(bundled):
-    result = _attribute_case(bundled, "the rank behind in the collective sequence is a straggler suspect "
-                                      "(interesting only)")
-    assert result["interesting_nodes"] == [{"node": "node-02", "symptoms": ["NCCL_STRAGGLER_SUSPECT"]}]
-    # timed-out ranks are victims: they blame nobody (REFERENCE §8), the node is only affected
-    assert result["bad_nodes"] == [] and [a["node"] for a in result["affected_nodes"]] == ["node-01"]
+def test_watchdog_laggard_is_a_suspected_bad_node(bundled):
+    """Rank 2 completed less work than its peers of process group 0 and nothing on its
+    node says why: it is named (rank and node) as a suspect its peers' evidence blames,
+    never a certain bad node; the timed-out ranks are its victims."""
+    result = _attribute_case(bundled, "the rank behind in the collective sequence is the suspected laggard")
+    assert [(b["node"], b["blame"], b["confidence"]) for b in result["bad_nodes"]] == [("node-02", "peer", "suspected")]
+    assert result["root_cause"]["symptom"] == "HANG_LAGGARD_RANK"
     assert result["outcome"] == "unknown" and result["confidence"] == "low"
+    found = result["collectors"]["hang_ranks"]["findings"]
+    assert [(f["verdict"], f["criterion"], f["ranks"]) for f in found] == [
+        ("laggard", "progress", [{"rank": 2, "node": "node-02"}])]
+    assert "6461" in found[0]["why"] and "6462" in found[0]["why"]
 
 
-def test_no_straggler_when_a_primary_fault_is_known(bundled):
+def test_no_laggard_verdict_when_a_primary_fault_is_known(bundled):
     result = _attribute_case(bundled, "xid79 explains the NCCL timeouts on every other node")
-    assert all("NCCL_STRAGGLER_SUSPECT" not in n["symptoms"] for n in result["interesting_nodes"])
+    bad = {s for n in result["bad_nodes"] for s in n["symptoms"]}
+    assert not bad & {"HANG_LAGGARD_RANK", "HANG_LAGGARD_WORKLOAD"}
+    assert result["root_cause"]["symptom"] == "XID-79-FALLEN_OFF_THE_BUS"
 
 
 def test_single_ib_status12_report_names_the_peer_as_a_lead_only(bundled):

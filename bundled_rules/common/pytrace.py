@@ -63,7 +63,7 @@ def exception_of(text: str) -> tuple[str, str] | None:
 
 _DISTRIBUTED = re.compile(r"DistBackendError|DistNetworkError|DistStoreError|DistError|\bNCCL\b|ProcessGroupNCCL|"
                           r"ncclRemoteError|ncclSystemError|Watchdog caught|collective operation timeout|[Gg]loo|c10d|"
-                          r"Connection reset by peer|Broken pipe|Socket Timeout")
+                          r"Connection reset by peer|Broken pipe|Socket Timeout|monitoredBarrier|store based barrier")
 _CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|AcceleratorError|CUBLAS_STATUS|CUDNN_STATUS|"
                    r"cudaError|device-side assert")
 # every match of `_CUDA` / `_DISTRIBUTED` holds one of these: a text without any is not
@@ -71,7 +71,8 @@ _CUDA = re.compile(r"CUDA error|CUDA out of memory|OutOfMemoryError|AcceleratorE
 _CUDA_WORDS = ("CUDA", "OutOfMemoryError", "AcceleratorError", "CUBLAS_STATUS", "CUDNN_STATUS", "cudaError",
                "device-side assert")
 _DISTRIBUTED_WORDS = ("Dist", "NCCL", "nccl", "Watchdog caught", "collective operation timeout", "loo", "c10d",
-                      "Connection reset by peer", "Broken pipe", "Socket Timeout")
+                      "Connection reset by peer", "Broken pipe", "Socket Timeout", "monitoredBarrier",
+                      "store based barrier")
 _INTERRUPT = re.compile(r"(?:^|\.)(?:KeyboardInterrupt|SystemExit|SignalException)$")
 _IMPORT = re.compile(r"(?:^|\.)(?:ModuleNotFoundError|ImportError)$")
 

@@ -18,7 +18,8 @@ VICTIMS = frozenset({
     "XID-43-RESETCHANNEL_VERIF", "XID-45-PREEMPTIVE_REMOVAL", "XID-154-RECOVERY_ACTION_CHANGED",
     "PROCESS_SIGABRT", "PROCESS_SIGKILL", "PROCESS_EXIT_NONZERO", "CPP_TERMINATE", "PYTHON_DISTRIBUTED_ERROR",
     "NVML_UNKNOWN_ERROR", "RENDEZVOUS_CONNECT_FAILED", "NCCL_ASYNC_ERROR_TEARDOWN", "SLURM_TASK_EXIT",
-    "K8S_RESTART_CONSEQUENCE", "RENDEZVOUS_TIMEOUT", "PYTHON_CUDA_ERROR",
+    "K8S_RESTART_CONSEQUENCE", "RENDEZVOUS_TIMEOUT", "PYTHON_CUDA_ERROR", "GLOO_COLLECTIVE_TIMEOUT",
+    "C10D_STORE_TIMEOUT",
 })
 PRIMARY_MIN_RANK = 600
 
@@ -136,6 +137,12 @@ def before_all(context, events):
     return Before(events, context.clock_skew, job_window(context.job))
 
 
+# causes whose lines are stamped by what the rank was still doing when the others gave up
+# waiting (the laggard's last busy line, the data preparation's progress), not by when
+# the wait began: a victim stamped before them can still be theirs
+STAMPED_LATE_CAUSES = frozenset({"HANG_LAGGARD_WORKLOAD", "HANG_LAGGARD_RANK", "DATA_PREP_OUTLIVED_TIMEOUT"})
+
+
 def spare_first(context, symptom_set, candidates, causes, rule: str, node=None) -> set[str]:
     """Of `candidates` (symptoms a rule is about to demote as consequences of the
     symptoms `causes`), those whose every bad event (on `node`, or anywhere) provably
@@ -143,7 +150,7 @@ def spare_first(context, symptom_set, candidates, causes, rule: str, node=None) 
     tolerance and time window): a consequence cannot precede its cause.  Each is noted in the trace on `symptom_set` (`keep_symptom`, with the lead
     in seconds) and returned for the rule to leave alone."""
     stream = context.event_stream
-    causes = [c for c in causes if c]
+    causes = [c for c in causes if c and c not in STAMPED_LATE_CAUSES]
     cause_events = [e for c in causes for e in stream.query("bad_node", symptom=c, node=node)]
     if not cause_events:
         return set()

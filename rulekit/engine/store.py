@@ -512,6 +512,15 @@ class EventManager:
             "WHERE r.context_id = ? GROUP BY 1, 2, 3, 4", (context_id,)).fetchall()
         return {(r[0], r[1], r[2], r[3]): int(r[4]) for r in rows}
 
+    def left_out(self, context_id: int) -> dict[tuple[str | None, str | None], tuple[int, str | None]]:
+        """(rule, node) -> (hits counted but not stored, the last of their timestamps) of a
+        context: what extraction aggregated past the repeat / group caps."""
+        rows = self.conn.execute(
+            "SELECT ru.name, r.resources, SUM(r.count), MAX(r.last_timestamp) FROM event_repeats r "
+            "LEFT JOIN rules ru ON ru.id = r.source_rule WHERE r.context_id = ? GROUP BY ru.name, r.resources",
+            (context_id,)).fetchall()
+        return {(rule, node): (int(count or 0), last) for rule, node, count, last in rows}
+
     def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
         """How many events of a context (of these types) were aggregated rather than stored."""
         sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]
@@ -971,6 +980,14 @@ class EventStream:
         out = [e for n in names for e in ws.of_symptom(n).values() if types is None or e.event_type in types]
         out.sort(key=_by_id)
         return out
+
+    def left_out(self) -> dict[tuple[str | None, str | None], tuple[int, str | None]]:
+        """(rule, node) -> (count, last timestamp) of the hits extraction counted but did
+        not store, past the repeat / group caps (`event_repeats`).  A rule that reasons
+        about who printed a line, or about the last of many, reads it to know its view is
+        partial and says so.  (The rows are written when each observation ends: nothing
+        is flushed here.)"""
+        return self.manager.left_out(self.context_id)
 
     def get(self, event_id: int) -> Event | None:
         return self._set().by_id.get(event_id)
