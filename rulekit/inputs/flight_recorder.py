@@ -15,7 +15,10 @@ builtin containers and scalars *before* anything is unpickled (a `GLOBAL`,
 `STACK_GLOBAL`, `REDUCE`, `BUILD`, `INST`, `OBJ`, `NEWOBJ`, `EXT*` or
 `PERSID` is a located error: file and byte offset), then loaded by an
 Unpickler whose `find_class` and `persistent_load` refuse everything.  Size,
-memo indices and the number of values normalization touches are bounded;
+opcodes (so the values a pickle builds), memo indices, the values a JSON dump
+holds (counted before it is parsed), a packed dump's decompressed size
+(`rulekit.inputs.bounded`) and the number of values normalization touches are
+bounded;
 only the fields the analysis uses are read (a fixed depth, so no recursion).
 
 Also the transport of a dump through the line-oriented engine: `dump_line()`
@@ -39,9 +42,15 @@ from pathlib import Path
 from typing import Any
 
 from rulekit.rules.records import dataclass
+from rulekit.inputs.bounded import ZLIB, LimitExceeded, TooManyValues, inflate, json_loads
 from rulekit.inputs.observation import Observation
 
-MAX_DUMP_BYTES = 256 * 1024 * 1024
+# Limits on a dump, the same on every path (file, observations.jsonl, the Service, a packed line);
+# docs/security.md lists them with the memory they bound.
+MAX_DUMP_BYTES = 256 * 1024 * 1024  # a dump file or record
+MAX_PACKED_BYTES = 32 * 1024 * 1024  # a packed dump's JSON, decompressed (`dump_line` output is far smaller)
+MAX_JSON_VALUES = 2_000_000  # values a JSON dump may hold (checked before parsing: memory, not just bytes)
+MAX_PICKLE_OPS = 10_000_000  # opcodes of a pickled dump (each builds at most one value)
 MAX_VALUES = 5_000_000
 MAX_PROBLEMS = 20
 MAX_FRAMES = 4  # Python frames kept per pending entry (the innermost first, as PyTorch writes them)
@@ -159,6 +168,9 @@ def check_pickle(data: bytes, where: str) -> None:
         k = step[code]
         ops += 1
         pos += 1
+        if ops > MAX_PICKLE_OPS:
+            raise FRDumpError(where, f"more than {MAX_PICKLE_OPS} pickle opcodes: more values than a dump can "
+                                     "need (refused before unpickling)", pos - 1)
         if k is not None and k >= 0:
             pos += k
             continue
@@ -443,7 +455,9 @@ def parse_dump_bytes(data: bytes, where: str, rank: int | None = None) -> FRDump
     if head in (b"{", b"["):
         text = data.decode("utf-8", "replace")
         try:
-            obj = json.loads(text)
+            obj = json_loads(text, MAX_JSON_VALUES, "the JSON dump")
+        except TooManyValues as e:
+            raise FRDumpError(where, str(e)) from None
         except json.JSONDecodeError as e:
             raise FRDumpError(where, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", e.pos,
                               e.lineno, e.colno) from None
@@ -477,12 +491,11 @@ def dump_line(dump: FRDump) -> str:
 def unpack_line(packed_hex: str, where: str = "flight recorder") -> FRDump:
     """Inverse of `dump_line` for the captured hex payload (validated again)."""
     try:
-        z = zlib.decompressobj()
-        text = z.decompress(bytes.fromhex(packed_hex), MAX_DUMP_BYTES)
-        if z.unconsumed_tail:
-            raise ValueError(f"more than {MAX_DUMP_BYTES} bytes unpacked")
-        raw = json.loads(text.decode())
-    except (ValueError, zlib.error, RecursionError) as e:
+        text = inflate(bytes.fromhex(packed_hex), MAX_PACKED_BYTES, ZLIB, "the packed dump")
+        raw = json_loads(text, MAX_JSON_VALUES, "the packed dump")
+    except LimitExceeded as e:
+        raise FRDumpError(where, f"refused packed dump: {e}") from None
+    except (ValueError, zlib.error, EOFError, RecursionError) as e:
         raise FRDumpError(where, f"corrupt packed dump: {e}") from None
     if not isinstance(raw, dict):
         raise FRDumpError(where, "corrupt packed dump: not a record")

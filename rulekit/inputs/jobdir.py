@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
+from rulekit.inputs.bounded import TooManyValues, json_loads, lines_capped
 from rulekit.inputs.entries import check_record_file, inspect_entry
-from rulekit.inputs.flight_recorder import (FRDumpError, dump_observation, observation_from_record, rank_from_name,
-                                            read_dump_file)
+from rulekit.inputs.flight_recorder import (MAX_JSON_VALUES, FRDumpError, dump_observation, observation_from_record,
+                                            rank_from_name, read_dump_file)
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 from rulekit.inputs.metrics import MetricSeries
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from rulekit.rules.toml_frontend import Locator
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
+MAX_RECORD_BYTES = 64 << 20  # one line of observations.jsonl (the Service's default body limit) (RK511)
+MAX_RECORD_VALUES = MAX_JSON_VALUES  # JSON values of one record, counted before it is parsed (RK511)
 KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
 _RANK_MSG = re.compile(r"^rank '?([^ ']+)'? ")
 SCHEDULER_TABLES = ("allocation_failure", "execution_cancellation")
@@ -245,12 +248,24 @@ def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = Non
     diags: list[Diagnostic] = []
     current: Observation | None = None
     with open(path, "rb") as f:
-        for n, raw in enumerate(f, start=1):
+        for n, raw in lines_capped(f, MAX_RECORD_BYTES):
+            if raw is None:
+                diags.append(Diagnostic("RK511", f"the record is longer than {MAX_RECORD_BYTES} bytes; skipped",
+                                        Span(str(path), n, 1)))
+                current = None
+                continue
             text = raw.decode("utf-8", "replace").strip()
             if not text:
                 continue
             try:
-                rec = json.loads(text)
+                rec = json_loads(text, MAX_RECORD_VALUES, "the record")
+            except TooManyValues as e:
+                diags.append(Diagnostic("RK511", f"{e}; skipped", Span(str(path), n, 1)))
+                current = None
+                continue
+            except RecursionError:
+                diags.append(Diagnostic("RK503", "not a JSON object: nested too deeply", Span(str(path), n, 1)))
+                continue
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
                 continue
