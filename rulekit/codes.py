@@ -683,7 +683,8 @@ the dump to JSON; name files `<prefix><rank>` so the rank is known."""),
     _c("RK509", "unreadable-job-file", "error", "A file of the job directory cannot be read.",
        what="""reports a log or record file of a job directory that cannot be read
 (permission denied, an I/O error, `job.toml` or `observations.jsonl` that is a folder or a
-pipe); the job is attributed with the evidence that could be read, and the command exits 1.""",
+pipe), or a log folder (`applog/` or a folder below it, `syslog/`) that cannot be listed; the
+job is attributed with the evidence that could be read, and the command exits 1.""",
        why="a diagnosis made without a log must say so, or an on-call engineer trusts it.",
        example="`syslog/node-01.log` with mode 000",
        not_from_rule_file=_JOB_INPUT,

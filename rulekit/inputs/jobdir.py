@@ -16,6 +16,7 @@ declines) and the TOML locator (an error in job.toml).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import field
@@ -154,7 +155,7 @@ def read_job_dir(path: str | Path) -> JobDir:
     syslog_dir = root / "syslog"
     syslog_files: list[Path] = []
     if syslog_dir.is_dir():
-        for p in sorted(syslog_dir.iterdir()):
+        for p in _listed(syslog_dir, root, notes):
             use, note = inspect_entry(p, str(p.relative_to(root)), log_like=p.suffix in APPLOG_SUFFIXES)
             if note is not None:
                 notes.append(note)
@@ -165,7 +166,7 @@ def read_job_dir(path: str | Path) -> JobDir:
     obs: list[Observation] = []
     app_dir = root / "applog"
     if app_dir.is_dir():
-        for p in sorted(app_dir.rglob("*")):
+        for p in _listed(app_dir, root, notes, recursive=True):
             rel = str(p.relative_to(root))
             use, note = inspect_entry(p, rel, log_like=p.suffix in APPLOG_SUFFIXES)
             if note is not None:
@@ -202,6 +203,31 @@ def read_job_dir(path: str | Path) -> JobDir:
     if (not obs or jd.total_bytes() == 0) and not metrics:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
+
+
+def _listed(folder: Path, root: Path, notes: list[Diagnostic], recursive: bool = False) -> list[Path]:
+    """The entries of `folder` (with `recursive`, every entry below it, symlinked folders
+    listed but not entered), sorted.  A folder that cannot be listed is an RK509 and
+    gives nothing; the rest of the job is still read."""
+    def unreadable(e: OSError) -> None:
+        where = Path(e.filename) if e.filename else folder
+        try:
+            shown = str(where.relative_to(root))
+        except ValueError:
+            shown = str(where)
+        notes.append(Diagnostic("RK509", f"cannot list `{shown}/`: {e.strerror or e}; its logs were not read",
+                                Span(str(where), 1, 1)))
+
+    if not recursive:
+        try:
+            return sorted(folder.iterdir())
+        except OSError as e:
+            unreadable(e)
+            return []
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=unreadable):
+        out += [Path(dirpath) / n for n in dirnames + filenames]
+    return sorted(out)
 
 
 def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
