@@ -59,7 +59,8 @@ def _lines(text: str) -> list[str]:
 
 
 def utf16_len(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
+    """UTF-16 code units of `s`; a lone surrogate (JSON lets a client send one) is one unit."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def to_position(text: str | None, line: int, col: int) -> T.Position:

@@ -302,7 +302,7 @@ def _py_inner_span(node: ast.Constant, lines: list[str], path: str) -> Span | No
     if not (0 < node.lineno <= len(lines)) or node.end_col_offset is None:
         return None
     line = lines[node.lineno - 1]
-    b = line.encode("utf-8")
+    b = line.encode("utf-8", "surrogatepass")
     start = len(b[: node.col_offset].decode("utf-8", "ignore"))
     end = len(b[: node.end_col_offset].decode("utf-8", "ignore"))
     seg = line[start:end]

@@ -683,7 +683,8 @@ the dump to JSON; name files `<prefix><rank>` so the rank is known."""),
     _c("RK509", "unreadable-job-file", "error", "A file of the job directory cannot be read.",
        what="""reports a log or record file of a job directory that cannot be read
 (permission denied, an I/O error, `job.toml` or `observations.jsonl` that is a folder or a
-pipe); the job is attributed with the evidence that could be read, and the command exits 1.""",
+pipe), or a log folder (`applog/` or a folder below it, `syslog/`) that cannot be listed; the
+job is attributed with the evidence that could be read, and the command exits 1.""",
        why="a diagnosis made without a log must say so, or an on-call engineer trusts it.",
        example="`syslog/node-01.log` with mode 000",
        not_from_rule_file=_JOB_INPUT,
@@ -696,6 +697,18 @@ binary data (NUL bytes: ingested, the bytes that are not text replaced).""",
        example="`applog/rank0.log` that is a dangling symlink",
        not_from_rule_file=_JOB_INPUT,
        fix="nothing, if the entry is expected; otherwise copy the real log into the folder."),
+    _c("RK511", "job-input-over-limit", "error", "A piece of job input went past a size limit and was left out.",
+       what="""reports a record of observations.jsonl longer than its byte limit or holding more JSON
+values than its value limit (counted before it is parsed), and any other job input that a bounded
+reader cut (docs/security.md lists each limit and its default).  The record is skipped; the other
+records and files are still used and the job is attributed.""",
+       why="""job input is untrusted: a small compressed or deeply repetitive record can ask for
+gigabytes of memory once parsed.  A limit keeps one job from exhausting the machine, and the note
+says which evidence the verdict did not see.""",
+       example="`observations.jsonl:7: the record holds up to 9000001 values, more than the limit of 5000000`",
+       not_from_rule_file=_JOB_INPUT,
+       fix="""split the record into several (one observation a line), or check where the input came
+from: a legitimate record is far below the limits."""),
     # ---- RK6xx: Blueprint configuration -------------------------------------------
     _c("RK601", "blueprint-config-syntax", "error", "A Blueprint config (or jobs) file is not valid TOML/JSON.",
        what="reports a syntax error in a `rulekit blueprint run --configs` file at the position the parser stopped.",

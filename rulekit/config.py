@@ -7,6 +7,7 @@ function that turns a printed host name into a job node name.
 
 `EngineOptions`: the knobs that change how rulekit runs but never what it
 concludes -- the cache folder, the scanner backend, the plugin import time limit,
+the time budget of one call of a Python rule,
 the event store's buffer and spill sizes, the repeat, group and evidence caps,
 the processes scanning one large log.
 `EngineOptions.from_env()` is the one place the `RULEKIT_*` environment variables
@@ -63,11 +64,13 @@ class GlobalConfig:
 ENV_CACHE_DIR = "RULEKIT_CACHE_DIR"  # a folder; "" disables the cache; unset: $XDG_CACHE_HOME/rulekit or ~/.cache/rulekit
 ENV_SCANNER = "RULEKIT_SCANNER"  # naive | re2 | hyperscan | auto (default)
 ENV_PLUGIN_TIMEOUT = "RULEKIT_PLUGIN_TIMEOUT"  # seconds > 0 (default 10); anything else: the default
+ENV_RULE_TIMEOUT = "RULEKIT_RULE_TIMEOUT"  # seconds > 0 one call of a Python rule may run (default 10)
 ENV_SCAN_WORKERS = "RULEKIT_SCAN_WORKERS"  # processes scanning one large log: 0/1 serial, N; unset/other: automatic
 SCANNERS = ("auto", "naive", "re2", "hyperscan")
 
 DEFAULT_PLUGIN_TIMEOUT = 10.0
 DEFAULT_CLOCK_SKEW_SECONDS = GlobalConfig.clock_skew_seconds  # (docs/time.md)
+DEFAULT_RULE_TIMEOUT = 10.0  # one call of a Python rule at attribution (rulekit.rules.containment)
 DEFAULT_BUFFER_SIZE = 2000  # events buffered before one batched insert
 DEFAULT_SPILL_ROWS = 250_000  # an in-memory store with more rows than this moves to a private file,
 DEFAULT_SPILL_BYTES = 8 << 20  # or one with more bytes of database pages (bounds its RSS)
@@ -86,12 +89,12 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     return Path(base) if base else None
 
 
-def _timeout(raw: str | None) -> float:
+def _timeout(raw: str | None, default: float = DEFAULT_PLUGIN_TIMEOUT) -> float:
     try:
         v = float((raw or "").strip())
     except ValueError:
-        return DEFAULT_PLUGIN_TIMEOUT
-    return v if v > 0 else DEFAULT_PLUGIN_TIMEOUT
+        return default
+    return v if v > 0 else default
 
 
 def _count(raw: str | None) -> int | None:
@@ -108,6 +111,7 @@ class EngineOptions:
     cache_dir: Path | None = field(default_factory=default_cache_dir)
     scanner: str = "auto"
     plugin_timeout: float = DEFAULT_PLUGIN_TIMEOUT
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
     buffer_size: int = DEFAULT_BUFFER_SIZE
     spill_rows: int = DEFAULT_SPILL_ROWS
     spill_bytes: int = DEFAULT_SPILL_BYTES
@@ -125,6 +129,7 @@ class EngineOptions:
         return cls(cache_dir=default_cache_dir(env),
                    scanner=env.get(ENV_SCANNER, "auto").strip().lower() or "auto",
                    plugin_timeout=_timeout(env.get(ENV_PLUGIN_TIMEOUT)),
+                   rule_timeout=_timeout(env.get(ENV_RULE_TIMEOUT), DEFAULT_RULE_TIMEOUT),
                    scan_workers=_count(env.get(ENV_SCAN_WORKERS)))
 
     def with_(self, **changes: object) -> "EngineOptions":

@@ -510,17 +510,14 @@ def test_restart_attempts_in_one_folder_are_analysed_apart():
     assert [e.dump_ranks for e in a.earlier] == [[0]] and a.earlier[0].culprit_ranks == []
 
 
-def _reader_that_dies_on_rank_4(item):
-    if item[1].endswith("_4"):
-        os._exit(9)  # as if the kernel killed the reader
-    from rulekit.inputs.fr_bulk import _read_dump_here
-    return _read_dump_here(item)
-
-
-def test_a_reader_process_that_dies_is_a_refused_dump_not_a_hang(tmp_path, monkeypatch):
-    """A worker process killed mid-file (OOM killer, a crash in C) gives that file (and any
-    other the broken pool could not finish) an FRDumpError; errors cross processes intact."""
+def test_a_reader_process_that_dies_is_a_refused_dump_not_a_hang(tmp_path):
+    """A worker process killed mid-file (OOM killer, a crash in C) gives that file an
+    FRDumpError, no hang, and the files the broken pool left are read again one by one;
+    errors cross processes intact.  Run in a fresh interpreter:
+    this one may hold threads other tests left (then it reads without forking)."""
     import pickle as _pickle
+    import subprocess
+    import sys
 
     from rulekit.inputs import fr_bulk
     from rulekit.inputs.fr_pickle import FRDumpError
@@ -530,9 +527,27 @@ def test_a_reader_process_that_dies_is_a_refused_dump_not_a_hang(tmp_path, monke
     if not fr_bulk.can_cap():
         pytest.skip("no RLIMIT_AS here")
     paths = write_pickle(Sim(world=20, tp=4).dumps(), tmp_path / "fr")
-    monkeypatch.setattr(fr_bulk, "_read_capped", _reader_that_dies_on_rank_4)
-    got = fr_bulk.read_dump_files([(p, p.name) for p in paths], workers=2)
-    assert len(got) == 20
-    dead = {g.where for g in got if isinstance(g, FRDumpError)}
-    assert "nccl_trace_rank_4" in dead
-    assert all("ended without an answer" in g.message for g in got if isinstance(g, FRDumpError))
+    script = f"""
+import os, sys
+from pathlib import Path
+from rulekit.inputs import fr_bulk
+from rulekit.inputs.fr_pickle import FRDumpError
+real = fr_bulk._read_capped
+def dies_on_rank_4(item):
+    if item[1].endswith("_4"):
+        os._exit(9)  # as if the kernel killed the reader
+    return real(item)
+dies_on_rank_4.__qualname__ = "_read_capped"
+dies_on_rank_4.__module__ = "rulekit.inputs.fr_bulk"
+fr_bulk._read_capped = dies_on_rank_4
+paths = sorted(Path({str(tmp_path / "fr")!r}).iterdir())
+assert fr_bulk.workers_for(len(paths), 2) == 2
+got = fr_bulk.read_dump_files([(p, p.name) for p in paths], workers=2)
+assert len(got) == 20, len(got)
+bad = [g for g in got if isinstance(g, FRDumpError)]
+assert [g.where for g in bad] == ["nccl_trace_rank_4"], bad
+assert all("ended without an answer" in g.message for g in bad)
+print("ok", len(bad))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr

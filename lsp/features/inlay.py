@@ -31,7 +31,7 @@ def matches(corpus: Corpus, path: str, text: str) -> dict[int, list[tuple[str, s
         a._engine = engine  # type: ignore[attr-defined]
     try:
         plan = engine.scan_plan(source_of(path), "text")
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", "surrogatepass")  # a lone surrogate a client sent: its 3 bytes
         hits = plan.scanner.scan(data if data.endswith(b"\n") else data + b"\n")
     except Exception:  # noqa: BLE001 - a corpus whose patterns cannot be compiled gives no hints
         return {}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rulekit.rules.records import dataclass
+from rulekit.blueprint.limits import CONNECTOR_DEADLINE_S
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.toml_frontend import Locator, Region, toml_error_span
 
@@ -75,6 +76,20 @@ class Section:
         except ValueError as e:
             self.error(str(e), key)
             return parse_duration(default)
+
+    def size(self, key: str, default: int) -> int:
+        """A size key (bytes, or "64MiB", "1GiB") in bytes; a bad value is reported at
+        the key and the default is used."""
+        from rulekit.blueprint.limits import parse_size
+
+        v = self.get(key, (str, int), None)
+        if v is None:
+            return default
+        try:
+            return parse_size(v)
+        except ValueError as e:
+            self.error(str(e), key)
+            return default
 
     def str_list(self, key: str, default: tuple = (), required: bool = False) -> tuple[str, ...]:
         v = self.get(key, (str, list), None, required)
@@ -223,7 +238,11 @@ def _load_file(path: Path, cfg: BlueprintConfig, diags: list[Diagnostic]) -> Non
             except (ValueError, TypeError) as e:
                 sec.error(f"{type_name}: {e}")
                 continue
-            sec.check_unknown(getattr(cls, "KEYS", set()))
+            # every connector runs under a deadline (per attempt for logs and metrics, per run for a context)
+            conn.deadline_s = sec.duration("deadline", f"{CONNECTOR_DEADLINE_S:g}s")
+            if conn.deadline_s <= 0:
+                sec.error("`deadline` must be more than 0 seconds", "deadline")
+            sec.check_unknown(getattr(cls, "KEYS", set()) | {"deadline"})
             if len(diags) == before:
                 conn.name = name
                 getattr(cfg, "contexts" if kind == "context" else kind).append(conn)

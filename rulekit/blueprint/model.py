@@ -151,15 +151,22 @@ def as_datetime(v: Any) -> datetime | None:
 _PLACEHOLDER = re.compile(r"\{(node|job_id|attempt|job_name|user|namespace|start|end|start_s|end_s)\}")
 
 
-def render(template: str, attempt: Attempt, node: str | None = None) -> str:
-    """Fill `{node}`, `{job_id}`, `{attempt}`, ... ; other braces (PromQL, LogQL) stay as written."""
-    values = {"node": node or "", "job_id": attempt.job_id, "attempt": str(attempt.attempt),
-              "job_name": attempt.name or "", "user": attempt.user or "",
-              "namespace": str(attempt.extra.get("namespace", "")),
-              "start": iso(attempt.start) or "", "end": iso(attempt.end) or "",
-              "start_s": str(int(attempt.start.timestamp())) if attempt.start else "",
-              "end_s": str(int(attempt.end.timestamp())) if attempt.end else ""}
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+def template_values(attempt: Attempt, node: str | None = None) -> dict[str, str]:
+    """What each placeholder stands for, for this attempt (and node)."""
+    return {"node": node or "", "job_id": attempt.job_id, "attempt": str(attempt.attempt),
+            "job_name": attempt.name or "", "user": attempt.user or "",
+            "namespace": str(attempt.extra.get("namespace", "")),
+            "start": iso(attempt.start) or "", "end": iso(attempt.end) or "",
+            "start_s": str(int(attempt.start.timestamp())) if attempt.start else "",
+            "end_s": str(int(attempt.end.timestamp())) if attempt.end else ""}
+
+
+def render(template: str, attempt: Attempt, node: str | None = None, values: dict[str, str] | None = None) -> str:
+    """Fill `{node}`, `{job_id}`, `{attempt}`, ... ; other braces (PromQL, LogQL) stay as written.
+    Untrusted values reach a path, a query or a URL only through `rulekit.blueprint.names`,
+    which checks them and passes them here as `values`."""
+    vals = template_values(attempt, node) if values is None else values
+    return _PLACEHOLDER.sub(lambda m: vals[m.group(1)], template)
 
 
 def per_node(template: str) -> bool:

@@ -9,8 +9,10 @@ evidence was complete, and handed to every output.  Prints nothing.
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +21,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator, Sequence
 
 from rulekit.rules.records import dataclass
+from rulekit.blueprint import limits
 from rulekit.blueprint.config import BlueprintConfig
+from rulekit.blueprint.limits import CONNECTOR_DEADLINE_S, Deadline
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.metrics_shape import series_dict
 from rulekit.blueprint.model import Attempt, ConnectorError, Coverage, Window, iso
@@ -37,19 +41,30 @@ class RunReport:
     failed: list[dict[str, Any]] = field(default_factory=list)  # {"key", "error"}: attempts a worker could not finish
 
 
-def _run_collector(conn: Any, kind: str, attempt: Attempt) -> tuple[list[Any], Coverage]:
+def _run_collector(conn: Any, kind: str, attempt: Attempt, budget: Deadline | None = None) -> tuple[list[Any], Coverage]:
+    """One connector for one attempt, under its deadline (the earlier of its own
+    `deadline` and the attempt's collection `budget`)."""
     cov = Coverage(collector=conn.name, kind=kind, type=getattr(conn, "TYPE", type(conn).__name__))
     t0 = time.monotonic()
-    items: list[Any] = []
-    try:
-        items = list(conn.collect(attempt) or [])
-    except ConnectorError as e:
-        cov.status, cov.error = "failed", str(e)
-    except Exception as e:  # a connector's bug must not lose the other evidence
-        cov.status, cov.error = "failed", f"internal error in connector: {type(e).__name__}: {e}"
+    deadline = Deadline(getattr(conn, "deadline_s", CONNECTOR_DEADLINE_S), f"the deadline of {conn.name}")
+    if budget is not None:
+        deadline = deadline.earlier(budget)
+    grace = ABANDON_GRACE_S if budget is None or budget.seconds is None else min(ABANDON_GRACE_S, budget.seconds / 4)
+    items, error = collect_within(lambda: conn.collect(attempt), deadline, grace)
+    if error is not None:
+        cov.status, cov.error = "failed", error
     cov.seconds = round(time.monotonic() - t0, 3)
     if hasattr(conn, "take_notes"):
         cov.details = conn.take_notes()
+    faults = conn.take_faults() if hasattr(conn, "take_faults") else list(getattr(conn, "faults", []) or [])
+    if faults:
+        shown = "; ".join(faults[:MAX_FAULTS_SHOWN]) + (
+            f"; and {len(faults) - MAX_FAULTS_SHOWN} more" if len(faults) > MAX_FAULTS_SHOWN else "")
+        if cov.status == "failed":
+            cov.error = f"{cov.error}; {shown}"
+        else:  # it delivered part of the evidence (or none of it)
+            cov.status, cov.error = ("partial" if items else "failed"), shown
+        cov.details += faults[MAX_FAULTS_SHOWN:]
     if kind == "logs":
         cov.observations = len(items)
         cov.lines = sum(len(o.lines) if o.lines is not None else _count_lines(o) for o in items)
@@ -58,6 +73,41 @@ def _run_collector(conn: Any, kind: str, attempt: Attempt) -> tuple[list[Any], C
     if cov.status == "ok" and not items:
         cov.status = "empty"
     return items, cov
+
+
+MAX_FAULTS_SHOWN = 5
+ABANDON_GRACE_S = 5.0  # a connector still running this long after its deadline is left behind
+
+
+def collect_within(fn: Callable[[], Any], deadline: Deadline,
+                   grace: float = ABANDON_GRACE_S) -> tuple[list[Any], str | None]:
+    """`fn()` (a connector's collect) in a thread of its own, its deadline current there:
+    (items, None), or ([], why) when it raised or did not return by its deadline plus a
+    grace (a connector that ignores its deadline is left running; its answer is dropped)."""
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            with limits.running_until(deadline):
+                box["items"] = list(fn() or [])
+        except ConnectorError as e:
+            box["error"] = str(e)
+        except Exception as e:  # a connector's bug must not lose the other evidence
+            box["error"] = f"internal error in connector: {type(e).__name__}: {e}"
+        except BaseException as e:  # noqa: BLE001 - SystemExit and the like from a user's connector
+            box["error"] = f"the connector raised {type(e).__name__}: {e}"
+
+    t = threading.Thread(target=ctx.run, args=(run,), name="rulekit-connector", daemon=True)
+    t.start()
+    left = deadline.left()
+    t.join(None if left is None else max(0.0, left) + grace)
+    if t.is_alive():
+        return [], (f"did not finish within {deadline.what} of {deadline.seconds:g} s "
+                    f"(+{grace:g} s grace); left running, its evidence is not used")
+    if "error" in box:
+        return box.get("items", []), box["error"]
+    return box["items"], None
 
 
 def _count_lines(o: Observation) -> int:
@@ -119,8 +169,12 @@ class Attributor:
 
 
 def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Attempt,
-                      context_name: str = "context", context_notes: list[str] | None = None) -> dict[str, Any]:
-    """Collect, attribute and enrich one attempt: the AttributionBlueprintResult."""
+                      context_name: str = "context", context_notes: list[str] | None = None,
+                      collect_s: float | None = None) -> dict[str, Any]:
+    """Collect, attribute and enrich one attempt: the AttributionBlueprintResult.
+    `collect_s`: seconds all its connectors together may take (each also has its own
+    deadline); what they gathered by then is attributed and stored."""
+    budget = Deadline(collect_s, "the attempt's collection budget") if collect_s else None
     # the execution context's own evidence (e.g. Kueue conditions) is the first observation
     records = attempt.extra.get("observations") or []
     observations: list[Observation] = [
@@ -131,11 +185,11 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
     coverage: list[Coverage] = [ctx_cov]
     metrics: list[Any] = []
     for conn in cfg.logs:
-        items, cov = _run_collector(conn, "logs", attempt)
+        items, cov = _run_collector(conn, "logs", attempt, budget)
         observations += items
         coverage.append(cov)
     for conn in cfg.metrics:
-        items, cov = _run_collector(conn, "metrics", attempt)
+        items, cov = _run_collector(conn, "metrics", attempt, budget)
         metrics += items
         coverage.append(cov)
     attr = Coverage(collector="engine", kind="attribution", type=attributor.mode["mode"])
@@ -152,14 +206,15 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
         attr.details.append(f"{len(metrics)} metric series collected; this engine has no metric input, "
                             "they are stored with the result but not evaluated")
     coverage.append(attr)
-    failed = [c for c in coverage if c.status == "failed"]
+    failed = [c for c in coverage if c.status in ("failed", "partial")]
     complete = not failed
     if verdict is not None:
         verdict["evidence_complete"] = complete
         if not complete:
             verdict.setdefault("notes", [])
             verdict["notes"].append({"code": "evidence-incomplete", "message": "evidence was incomplete: " + "; ".join(
-                f"{c.collector} ({c.type}) failed: {c.error}" for c in failed)})
+                f"{c.collector} ({c.type}) {'failed' if c.status == 'failed' else 'delivered part'}: {c.error}"
+                for c in failed)})
     return {
         "schema": SCHEMA,
         "key": attempt.key,
@@ -192,16 +247,17 @@ def discover(cfg: BlueprintConfig, report: RunReport, window: Window | None = No
     window = window or Window()
     seen: set[str] = set()
     for ctx in cfg.contexts:
-        try:
-            attempts = list(ctx.attempts(window, job_id))
-        except ConnectorError as e:
-            report.context_failures.append({"collector": ctx.name, "type": ctx.TYPE, "error": str(e)})
-            continue
-        except Exception as e:
-            report.context_failures.append({"collector": ctx.name, "type": ctx.TYPE,
-                                            "error": f"internal error in connector: {type(e).__name__}: {e}"})
+        deadline = Deadline(getattr(ctx, "deadline_s", CONNECTOR_DEADLINE_S), f"the deadline of {ctx.name}")
+        attempts, error = collect_within(lambda: ctx.attempts(window, job_id), deadline)
+        if error is not None:
+            report.context_failures.append({"collector": ctx.name, "type": ctx.TYPE, "error": error})
             continue
         notes = ctx.take_notes() if hasattr(ctx, "take_notes") else []
+        faults = ctx.take_faults() if hasattr(ctx, "take_faults") else []
+        if faults:  # it found some attempts, not all: a failure of the run, its attempts still go on
+            report.context_failures.append({"collector": ctx.name, "type": ctx.TYPE,
+                                            "error": "partial answer: " + "; ".join(faults)})
+            notes += [f"fault: {f}" for f in faults]
         for a in attempts:
             if a.key in seen:
                 continue

@@ -149,13 +149,20 @@ def open_ro(path: str | Path) -> sqlite3.Connection:
     p = Path(path)
     if not p.exists():
         raise StoreError(f"{p}: no such database (write one with `rulekit blueprint run --output sqlite:{p}`)")
-    con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, check_same_thread=False)
-    con.row_factory = sqlite3.Row
+    if p.is_dir():
+        raise StoreError(f"{p}: is a folder, not a database file (pass the file given to `--output sqlite:PATH`)")
     try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, check_same_thread=False)
+        con.row_factory = sqlite3.Row
         v = con.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as e:
+    except sqlite3.DatabaseError as e:  # OperationalError too: unreadable, locked, not a file
         raise StoreError(f"{p}: not a rulekit result database ({e})") from None
+    if v > VERSION:
+        con.close()
+        raise StoreError(f"{p}: schema version {v} was written by a newer rulekit; this one reads up to "
+                         f"version {VERSION} (upgrade rulekit; the database is left as it is)")
     if v != VERSION:
+        con.close()
         raise StoreError(f"{p}: schema version {v}, expected {VERSION} (rerun `rulekit blueprint run` to migrate)")
     return con
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from rulekit.rules.records import dataclass
 from rulekit.blueprint.config import BlueprintConfig, load_config
+from rulekit.blueprint.limits import ATTEMPT_SHARE
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.model import Attempt, Window
 from rulekit.blueprint.orchestrator import Attributor, RunReport, attribute_attempt, discover
@@ -72,6 +73,7 @@ class AttemptTask:
     attempt: Attempt = field(compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
     service_url: str | None = None
+    budget_s: float | None = field(default=None, compare=False)  # the task's time limit (`--timeout`), if any
 
     @property
     def label(self) -> str:
@@ -84,27 +86,31 @@ class AttemptTask:
     def run(self, engine: Any, with_trace: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
         cfg = config_for(self.configs, self.digest)
         attributor = Attributor(service_url=self.service_url) if self.service_url else Attributor(engine=engine)
-        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes))
+        # collection gets its share of the task's time limit, so a stalled connector is
+        # recorded and the attempt still attributed and stored before the limit ends the task
+        collect_s = self.budget_s * ATTEMPT_SHARE if self.budget_s else None
+        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes), collect_s=collect_s)
         result["context"]["collector"] = self.context
         return result
 
 
 def tasks_for(cfg: BlueprintConfig, configs: str | Path, report: RunReport, window: Window | None = None,
-              job_id: str | None = None, service_url: str | None = None) -> Iterator[AttemptTask]:
+              job_id: str | None = None, service_url: str | None = None,
+              budget_s: float | None = None) -> Iterator[AttemptTask]:
     """The attempts the context connectors find, as tasks (lazily; context failures go to `report`)."""
     where, digest = str(Path(configs).resolve()), config_digest(cfg)
     for ctx, a, notes in discover(cfg, report, window, job_id):
-        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url)
+        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url, budget_s)
 
 
 def run_tasks(cfg: BlueprintConfig, configs: str | Path, map_fn: Callable[[Iterable[AttemptTask]], Iterable[Any]],
               outputs: Sequence[Output], window: Window | None = None, job_id: str | None = None,
               service_url: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None,
-              on_error: Callable[[str, str], None] | None = None) -> RunReport:
+              on_error: Callable[[str, str], None] | None = None, budget_s: float | None = None) -> RunReport:
     """Every attempt through `map_fn` (an executor's `map`: tasks in, one outcome with `job`,
     `result` and `error` per distinct task out, as they finish); results are written here."""
     report = RunReport()
-    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url)):
+    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url, budget_s)):
         if o.error is not None:
             report.failed.append({"key": o.job.label, "error": o.error})
             if on_error:

@@ -124,7 +124,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
         raise typer.Exit(ExitStatus.USAGE)
     with ex:
         return run_tasks(cfg, configs, ex.map, outs, window, job, service_url=service, on_result=summary,
-                         on_error=failed)
+                         on_error=failed, budget_s=timeout or None)
 
 
 @app.command()

@@ -6,14 +6,16 @@ unless --allow-failing-tests.  Then bind the port (a busy or impossible port is
 a one-line error and exit 2, never a traceback) and serve: one process with
 --workers 1, else uvicorn's supervisor and N spawned workers, each loading the
 corpus once.  SIGINT/SIGTERM shut down gracefully (in-flight requests finish,
-up to --graceful-timeout seconds).  The bearer token, if any, comes from
-RULEKIT_SERVICE_TOKEN.  Prints the listening URL on stderr.
+up to --graceful-timeout seconds); the default state folder (the spool of open
+jobs) is removed on the way out, signal or not.  The bearer token, if any, comes
+from RULEKIT_SERVICE_TOKEN.  Prints the listening URL on stderr.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
 from pathlib import Path
@@ -37,6 +39,9 @@ def serve(
     max_body_mb: float = typer.Option(64.0, min=0.001, max=4096, help="Largest request body (MiB); larger: 413."),
     header_timeout: float = typer.Option(10.0, min=0.1, help="Seconds a client has to send complete headers."),
     body_timeout: float = typer.Option(30.0, min=0.1, help="Seconds between two chunks of a request body (408)."),
+    body_deadline: float = typer.Option(120.0, min=0.1, help="Seconds a whole request body may take to arrive (408)."),
+    request_timeout: float = typer.Option(300.0, min=0.1, help="Seconds one request's work (attribution) may take; "
+                                          "beyond, a JSON 503 and the work is abandoned."),
     job_ttl: float = typer.Option(900.0, min=1.0, help="Seconds an open job may stay idle before it is retired."),
     max_jobs: int = typer.Option(1000, min=1, help="Open jobs at most (POST /v1/jobs answers 429 beyond)."),
     graceful_timeout: int = typer.Option(30, min=0, help="Seconds in-flight requests get at shutdown."),
@@ -80,19 +85,33 @@ def serve(
     settings = ServiceSettings(host=host, port=sock.getsockname()[1], workers=workers,
                                rules=[str(Path(r).resolve()) for r in rules] if rules else [],
                                max_body_bytes=int(max_body_mb * (1 << 20)), header_timeout_s=header_timeout,
-                               body_timeout_s=body_timeout, job_ttl_s=job_ttl, max_open_jobs=max_jobs,
+                               body_timeout_s=body_timeout, body_deadline_s=body_deadline,
+                               request_timeout_s=request_timeout, job_ttl_s=job_ttl, max_open_jobs=max_jobs,
                                state_dir=str(state), allow_failing_tests=allow_failing_tests,
                                access_log=access_log, graceful_shutdown_s=graceful_timeout)
     token = token_from_env()
     typer.echo(f"rulekit serving {len(engine.rules)} rules (corpus {digest[:12]}, {summary['passed']}/"
                f"{summary['total']} start-up tests pass) on http://{_url_host(host)}:{settings.port} with "
                f"{workers} worker{'s' if workers > 1 else ''}{', bearer token required' if token else ''}", err=True)
+    def remove_state() -> None:
+        if own_state:
+            shutil.rmtree(state, ignore_errors=True)
+
+    # uvicorn re-raises SIGTERM/SIGINT once it has drained, with the handlers it found: these
+    # remove the spool of open jobs (untrusted lines) first, then die of the signal as uvicorn meant
+    def on_signal(signum: int, frame: object) -> None:
+        remove_state()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         _run(engine, settings, sock, digest, summary, token)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sock.close()
-        if own_state:
-            shutil.rmtree(state, ignore_errors=True)
+        remove_state()
 
 
 def _url_host(host: str) -> str:

@@ -10,7 +10,9 @@ what it touched in the trace:
 4. Collection — collectors return JSON-able values.
 5. Reporting — the result JSON (`docs/architecture.md`) with its evidence trail.
 
-A rule that raises does not stop attribution: the error is reported in the result.
+A rule that raises, calls sys.exit() or runs past its time budget does not stop
+attribution: the error is reported in the result's `rule_errors` (the Session
+runs rule code contained: `rulekit.rules.containment`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from rulekit.config import (
     DEFAULT_EVIDENCE_PER_KEY,
     DEFAULT_GROUP_CAP,
     DEFAULT_REPEAT_CAP,
+    ENV_RULE_TIMEOUT,
 )
+from rulekit.rules.containment import RuleTimeout
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.jobinfo import JobInfo
@@ -178,16 +182,37 @@ class AttributionState:
     def run_rule(self, name: str, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
-        except Exception as e:  # a rule's bug: report it, keep attributing
-            self.errors.append(rule_error(name, e))
+        except RULE_FAULTS as e:  # a rule's bug, exit or overrun: report it, keep attributing
+            self.errors.append(rule_error(name, e, self.engine))
             return None
 
 
-def rule_error(rule: str, e: BaseException) -> dict[str, str]:
-    """A rule's exception as a `rule_errors` entry of the result."""
+# what rule code may raise that is its own fault and never stops attribution: an exception,
+# sys.exit(), and the time budget's RuleTimeout (rulekit.rules.containment); not KeyboardInterrupt,
+# nor a batch executor's own time limit
+RULE_FAULTS = (Exception, SystemExit, RuleTimeout)
+
+
+def rule_error(rule: str, e: BaseException, engine: Any = None) -> dict[str, str]:
+    """A rule's exception as a `rule_errors` entry of the result; `where` is the place
+    in the rule's own code (the innermost frame of its file, else the innermost)."""
     tb = traceback.extract_tb(e.__traceback__)
     where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
-    return {"rule": rule, "error": f"{type(e).__name__}: {e}", "where": where}
+    r = engine.by_name.get(rule) if engine is not None else None
+    span = getattr(r, "span", None)
+    if span is not None and tb:
+        own = [f for f in tb if f.filename == span.file]
+        if own:
+            where = f"{own[-1].filename}:{own[-1].lineno}"
+    if isinstance(e, SystemExit):
+        msg = f"SystemExit: the rule called sys.exit({e.code!r}); a rule must not exit (ignored)"
+    elif isinstance(e, RuleTimeout):
+        budget = engine.options.rule_timeout if engine is not None else None
+        msg = ("RuleTimeout: the rule ran past its time budget" + (f" of {budget:g} s" if budget else "")
+               + f" and was stopped ({ENV_RULE_TIMEOUT} sets the budget)")
+    else:
+        msg = f"{type(e).__name__}: {e}"
+    return {"rule": rule, "error": msg, "where": where}
 
 
 # ---- phase 1: extraction ----------------------------------------------------------------------
@@ -552,8 +577,8 @@ class ExtractionPhase:
         ctx = AccumulatorContext(rule.name, obs.source, node, rank, line_num, self.job)
         try:
             instance = rule.factory(ctx, line, caps)
-        except Exception as e:  # the rule's bug: reported, the line is skipped
-            self.errors.append(rule_error(rule.name, e))
+        except RULE_FAULTS as e:  # the rule's bug: reported, the line is skipped
+            self.errors.append(rule_error(rule.name, e, self.engine))
             return ts
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
             # (without an `_ActiveAccumulator`: thousands of such triggers in a long log)
@@ -574,8 +599,8 @@ class ExtractionPhase:
         accumulator's, whose capped evidence scan workers leave out (`line_only_groups`)."""
         try:
             specs = list(instance.finalize() or ())
-        except Exception as e:  # reported; the accumulator emits nothing
-            self.errors.append(rule_error(rule, e))
+        except RULE_FAULTS as e:  # reported; the accumulator emits nothing
+            self.errors.append(rule_error(rule, e, self.engine))
             return
         for spec in specs:
             self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried, tell)
@@ -606,7 +631,7 @@ class ExtractionPhase:
                     return None
                 out.append((*self.spec_group(spec, rule.name, node)[2:], spec.timestamp or ts))
             return out
-        except Exception:  # noqa: BLE001 - LineNumUnknown, or the rule's error: reported by extraction
+        except RULE_FAULTS:  # LineNumUnknown, or the rule's error: reported by extraction
             return None
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
@@ -699,8 +724,8 @@ class _ActiveAccumulator:
             keep = False
             try:
                 keep = bool(self.instance.feed(line))
-            except Exception as e:  # reported; the accumulator stops and is finalized
-                phase.errors.append(rule_error(self.rule.name, e))
+            except RULE_FAULTS as e:  # reported; the accumulator stops and is finalized
+                phase.errors.append(rule_error(self.rule.name, e, phase.engine))
                 keep = False
             if not keep or self.fed >= self.rule.max_lines:
                 self.finish(phase)

@@ -13,7 +13,9 @@ events (the captured values past it are counted, not kept) is added here.
 Ingestion only extracts (append-only).  `attribute()` checkpoints the job's
 events, runs filtering, refinement, collection and reporting, and leaves the
 checkpoint in place; the next `ingest()` (or `attribute()`) restores it first,
-so every attribution sees exactly the events extraction produced.
+so every attribution sees exactly the events extraction produced.  Rule code
+runs contained (`rulekit.rules.containment`): a Python rule that exits, writes
+to stdout or runs past `EngineOptions.rule_timeout` is a `rule_errors` entry.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import functools
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable
 
+from rulekit.rules.containment import contained, rule_codes
 from rulekit.rules.corpus import RuleEngine
 from rulekit.inputs.flight_recorder import FRDump
 from rulekit.inputs.jobinfo import JobInfo
@@ -96,7 +99,11 @@ class Session:
             return self._ingest_dump(obs)
         self._restore()
         self.observations.append(obs.name)
-        return self._extraction.apply(obs, progress)
+        with self._contained() as c:
+            added = self._extraction.apply(obs, progress)
+        if c.output:  # an accumulator wrote to stdout: reported by every attribute()
+            self._extraction.errors.extend(c.output_errors())
+        return added
 
     def _ingest_dump(self, dump: FRDump) -> int:
         """Keep a flight-recorder dump as data, and its provenance event."""
@@ -130,8 +137,20 @@ class Session:
     def attribute(self, with_trace: bool = False) -> dict[str, Any]:
         """Filter, refine, collect and report over everything ingested so far
         (without cyclic garbage collection passes in the middle: `paused_gc`)."""
-        with paused_gc():
-            return self._attribute(with_trace)
+        with paused_gc(), self._contained() as c:
+            result = self._attribute(with_trace)
+        if c.output:
+            result.setdefault("rule_errors", []).extend(c.output_errors())
+        return result
+
+    def _contained(self) -> Any:
+        """Rule code runs marked (`rulekit.rules.containment`): each call under the
+        engine's `rule_timeout`, its stdout writes kept off ours."""
+        guard = self.engine.__dict__.get("_containment")
+        if guard is None:
+            names = rule_codes(self.engine.rules)
+            guard = self.engine.__dict__["_containment"] = (frozenset(names).__contains__, names)
+        return contained(guard[0], self.engine.options.rule_timeout, guard[1])
 
     def _attribute(self, with_trace: bool) -> dict[str, Any]:
         self._restore()

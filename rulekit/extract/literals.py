@@ -29,6 +29,8 @@ from typing import Sequence
 import ahocorasick_rs
 
 MIN_KEY = 3
+MAX_KEY = 64  # bytes of a key: a prefix of a required literal is required too, and the automata
+# built from the keys cost time that grows faster than their length (a 20,000-character literal: 11 s)
 MAX_EXPANSION = 32
 
 _c = sre_parse  # constants live in the parser module's namespace
@@ -76,9 +78,25 @@ class _Walker:
     def seq(self, items, icase: bool):
         factors: list[Factor] = []
         run: set[bytes] | None = {b""}
+        # single-string items not yet appended to each string of `run`: joined once, so a long
+        # literal costs its length, not its length squared
+        tail: list[bytes] = []
         broken = False
+
+        def flush() -> None:
+            nonlocal run
+            if tail:
+                joined = b"".join(tail)
+                tail.clear()
+                if run is not None:
+                    run = {a + joined for a in run}
+
         for op, av in items:
             lang = self.item_language(op, av, icase)
+            if lang is not None and run is not None and len(lang) == 1:
+                tail.extend(lang)
+                continue
+            flush()
             if lang is not None:
                 prod = {a + b for a in run for b in lang} if run is not None else None
                 if prod is not None and len(prod) <= MAX_EXPANSION:
@@ -95,6 +113,7 @@ class _Walker:
             broken = True
             run = {b""}
             factors.extend(self.item_factors(op, av, icase))
+        flush()
         whole = frozenset(run) if run is not None and not broken else None
         self._close(run, factors)
         return whole, factors
@@ -102,7 +121,7 @@ class _Walker:
     @staticmethod
     def _close(run, factors):
         if run and all(len(s) >= MIN_KEY for s in run):
-            factors.append(frozenset(run))
+            factors.append(_cut(run))
 
     def item_language(self, op, av, icase):
         """Finite language of one item, or None."""
@@ -171,7 +190,7 @@ class _Walker:
             for alt in av[1]:
                 lang, fs = self.seq(alt, icase)
                 if lang is not None and all(len(s) >= MIN_KEY for s in lang) and lang:
-                    fs = fs + [lang]
+                    fs = fs + [_cut(lang)]
                 if not fs:
                     return []
                 best |= max(fs, key=lambda f: (min(len(s) for s in f), -len(f)))
@@ -185,6 +204,11 @@ class _Walker:
                 return fs
             return []
         return []
+
+
+def _cut(keys) -> Factor:
+    """A factor with each key cut to its first MAX_KEY bytes (still required of every match)."""
+    return frozenset(k[:MAX_KEY] for k in keys)
 
 
 def _flag(icase: bool, add: int, dele: int) -> bool:

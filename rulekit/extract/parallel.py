@@ -60,10 +60,14 @@ def usable_cores() -> int:
 
 def fork_is_safe() -> bool:
     """A fork copies only the calling thread: safe when it is the only one (no lock
-    another thread might hold), and only a non-daemon process may have children."""
+    another thread might hold; a thread marked `fork_safe`, such as the rule
+    watchdog of `rulekit.rules.containment`, never holds one while it waits), and only
+    a non-daemon process may have children."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
-    if threading.active_count() != 1 or threading.current_thread() is not threading.main_thread():
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()
+              and not getattr(t, "fork_safe", False)]  # a thread that holds no lock while it waits
+    if others or threading.current_thread() is not threading.main_thread():
         return False
     return not multiprocessing.current_process().daemon
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from rulekit.rules.records import dataclass
+from rulekit.inputs.bounded import TooManyValues, json_loads
 from rulekit.inputs.fr_pickle import (  # noqa: F401 - re-exported: the reader's public names
     MAX_DUMP_BYTES,
     FRDumpError,
@@ -52,6 +53,7 @@ from rulekit.inputs.fr_pickle import (  # noqa: F401 - re-exported: the reader's
 )
 
 MAX_VALUES = 5_000_000
+MAX_JSON_VALUES = 2_000_000  # values a JSON dump may hold (counted before parsing: memory, not just bytes)
 MAX_PROBLEMS = 20
 MAX_FRAMES = 4  # Python frames kept per pending entry (the innermost first, as PyTorch writes them)
 SOURCE = "flight_recorder"
@@ -597,7 +599,9 @@ def decode_dump_bytes(data: bytes, where: str, walk: bool = True) -> Any:
     head = data.lstrip()[:1]
     if head in (b"{", b"["):
         try:
-            return json.loads(data.decode("utf-8", "replace"))
+            return json_loads(data.decode("utf-8", "replace"), MAX_JSON_VALUES, "the JSON dump")
+        except TooManyValues as e:
+            raise FRDumpError(where, str(e)) from None
         except json.JSONDecodeError as e:
             raise FRDumpError(where, f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", e.pos,
                               e.lineno, e.colno) from None

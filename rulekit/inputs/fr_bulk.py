@@ -115,13 +115,23 @@ def read_dump_files(items: Iterable[tuple[Path, str]], workers: int | None = Non
         return [_read_dump_here(item) for item in todo]
     ctx = multiprocessing.get_context("fork")
     results: list[Result | None] = [None] * len(todo)
-    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
-        futures = {pool.submit(_read_capped, item): i for i, item in enumerate(todo)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            try:
-                results[i] = fut.result()
-            except Exception as e:  # a reader process died (killed, crashed): no verdict from it, no hang
-                results[i] = FRDumpError(todo[i][1], f"the process reading it ended without an answer "
-                                                     f"({type(e).__name__})")
+    lost = _run_pool(ctx, n, todo, range(len(todo)), results)
+    for i in lost:  # a reader died and broke the pool: each file it left is read alone, once
+        if _run_pool(ctx, 1, todo, [i], results):
+            results[i] = FRDumpError(todo[i][1], "the process reading it ended without an answer (killed or "
+                                                 "crashed: the dump asks for more than a reader can give)")
     return [r for r in results if r is not None]
+
+
+def _run_pool(ctx, n: int, todo: list[tuple[str, str]], which: Iterable[int], results: list) -> list[int]:
+    """Read the files `which` in a pool of `n` workers into `results`; the indices whose
+    reader ended without an answer (a dead worker breaks the whole pool)."""
+    lost = []
+    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        futures = {pool.submit(_read_capped, todo[i]): i for i in which}
+        for fut in as_completed(futures):
+            try:
+                results[futures[fut]] = fut.result()
+            except Exception:  # BrokenProcessPool, or a result that could not cross
+                lost.append(futures[fut])
+    return sorted(lost)

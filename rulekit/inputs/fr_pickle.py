@@ -25,6 +25,7 @@ from typing import Any
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # the one bound on a dump's bytes, decompressed (file, record, any path)
 MAX_MEMO = 10_000_000
+MAX_PICKLE_OPS = 10_000_000  # opcodes of a dump walked here (each builds at most one value)
 
 
 class FRDumpError(ValueError):
@@ -119,6 +120,9 @@ def check_pickle(data: bytes, where: str) -> None:
         k = step[code]
         ops += 1
         pos += 1
+        if ops > MAX_PICKLE_OPS:
+            raise FRDumpError(where, f"more than {MAX_PICKLE_OPS} pickle opcodes: more values than a dump can "
+                                     "need (refused before unpickling)", pos - 1)
         if k is not None and k >= 0:
             pos += k
             continue

@@ -16,6 +16,7 @@ declines) and the TOML locator (an error in job.toml).
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import field
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Severity, Span
+from rulekit.inputs.bounded import TooManyValues, json_loads, lines_capped
 from rulekit.inputs.entries import check_record_file, inspect_entry
-from rulekit.inputs.flight_recorder import FRDump, FRDumpError, observation_from_record, rank_from_name
+from rulekit.inputs.flight_recorder import MAX_JSON_VALUES, FRDump, FRDumpError, observation_from_record, rank_from_name
 from rulekit.inputs.fr_bulk import read_dump_files
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from rulekit.rules.toml_frontend import Locator
 
 APPLOG_SUFFIXES = {".log", ".out", ".err", ".txt"}
+MAX_RECORD_BYTES = 64 << 20  # one line of observations.jsonl (the Service's default body limit) (RK511)
+MAX_RECORD_VALUES = MAX_JSON_VALUES  # JSON values of one record, counted before it is parsed (RK511)
 KNOWN_TOP = {"job.toml", "applog", "syslog", "fr", "observations.jsonl", "expected.json", "README.md", "generate.py"}
 _RANK_MSG = re.compile(r"^rank '?([^ ']+)'? ")
 SCHEDULER_TABLES = ("allocation_failure", "execution_cancellation")
@@ -151,7 +155,7 @@ def read_job_dir(path: str | Path) -> JobDir:
     syslog_dir = root / "syslog"
     syslog_files: list[Path] = []
     if syslog_dir.is_dir():
-        for p in sorted(syslog_dir.iterdir()):
+        for p in _listed(syslog_dir, root, notes):
             use, note = inspect_entry(p, str(p.relative_to(root)), log_like=p.suffix in APPLOG_SUFFIXES)
             if note is not None:
                 notes.append(note)
@@ -162,7 +166,7 @@ def read_job_dir(path: str | Path) -> JobDir:
     obs: list[Observation | FRDump] = []
     app_dir = root / "applog"
     if app_dir.is_dir():
-        for p in sorted(app_dir.rglob("*")):
+        for p in _listed(app_dir, root, notes, recursive=True):
             rel = str(p.relative_to(root))
             use, note = inspect_entry(p, rel, log_like=p.suffix in APPLOG_SUFFIXES)
             if note is not None:
@@ -199,6 +203,31 @@ def read_job_dir(path: str | Path) -> JobDir:
     if (not obs or jd.total_bytes() == 0) and not metrics:
         notes.append(Diagnostic("RK505", f"`{root}` holds no log lines or observations", Span(str(root), 1, 1)))
     return jd
+
+
+def _listed(folder: Path, root: Path, notes: list[Diagnostic], recursive: bool = False) -> list[Path]:
+    """The entries of `folder` (with `recursive`, every entry below it, symlinked folders
+    listed but not entered), sorted.  A folder that cannot be listed is an RK509 and
+    gives nothing; the rest of the job is still read."""
+    def unreadable(e: OSError) -> None:
+        where = Path(e.filename) if e.filename else folder
+        try:
+            shown = str(where.relative_to(root))
+        except ValueError:
+            shown = str(where)
+        notes.append(Diagnostic("RK509", f"cannot list `{shown}/`: {e.strerror or e}; its logs were not read",
+                                Span(str(where), 1, 1)))
+
+    if not recursive:
+        try:
+            return sorted(folder.iterdir())
+        except OSError as e:
+            unreadable(e)
+            return []
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=unreadable):
+        out += [Path(dirpath) / n for n in dirnames + filenames]
+    return sorted(out)
 
 
 def fr_diagnostic(e: FRDumpError, path: str) -> Diagnostic:
@@ -247,12 +276,24 @@ def read_observations_jsonl(path: Path, metrics: list[MetricSeries] | None = Non
     diags: list[Diagnostic] = []
     current: Observation | None = None
     with open(path, "rb") as f:
-        for n, raw in enumerate(f, start=1):
+        for n, raw in lines_capped(f, MAX_RECORD_BYTES):
+            if raw is None:
+                diags.append(Diagnostic("RK511", f"the record is longer than {MAX_RECORD_BYTES} bytes; skipped",
+                                        Span(str(path), n, 1)))
+                current = None
+                continue
             text = raw.decode("utf-8", "replace").strip()
             if not text:
                 continue
             try:
-                rec = json.loads(text)
+                rec = json_loads(text, MAX_RECORD_VALUES, "the record")
+            except TooManyValues as e:
+                diags.append(Diagnostic("RK511", f"{e}; skipped", Span(str(path), n, 1)))
+                current = None
+                continue
+            except RecursionError:
+                diags.append(Diagnostic("RK503", "not a JSON object: nested too deeply", Span(str(path), n, 1)))
+                continue
             except json.JSONDecodeError as e:
                 diags.append(Diagnostic("RK503", f"not a JSON object: {e.msg}", Span(str(path), n, e.colno, n, e.colno + 1)))
                 continue

@@ -41,6 +41,7 @@ from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord_rules import (  # noqa: F401 - re-exported: this module is the schema's public face
     EXIT_CODE_RANGE,
     ID_MAX,
+    NODE_MAX,
     NODES_MAX,
     TASKS_PER_NODE_RANGE,
     JobRecordError,
@@ -89,8 +90,8 @@ def _str(v: Any, min_len: int = 0, max_len: int | None = None) -> str:
     return v
 
 
-def _opt_str(v: Any) -> str | None:
-    return None if v is None else _str(v)
+def _opt_str(v: Any, max_len: int | None = None) -> str | None:
+    return None if v is None else _str(v, 0, max_len)
 
 
 def _time(v: Any) -> datetime | None:
@@ -132,7 +133,7 @@ def plain_record(data: Mapping[str, Any]) -> SimpleNamespace | None:
         nodes = d.get("nodes", [])
         if type(nodes) is not list or len(nodes) > NODES_MAX:
             raise _Declined
-        nodes = [_str(n) for n in nodes]
+        nodes = [_str(n, 0, NODE_MAX) for n in nodes]
         start, end = _time(d.get("start")), _time(d.get("end"))
         tpn = d.get("tasks_per_node")
         if tpn is not None and (type(tpn) is not int or not TASKS_PER_NODE_RANGE[0] <= tpn <= TASKS_PER_NODE_RANGE[1]):
@@ -140,12 +141,12 @@ def plain_record(data: Mapping[str, Any]) -> SimpleNamespace | None:
         ranks = _checked(rank_keys, d.get("ranks", {}))
         if type(ranks) is not dict:
             raise _Declined
-        ranks = {_str(k): _str(v) for k, v in ranks.items()}
+        ranks = {_str(k): _str(v, 0, NODE_MAX) for k, v in ranks.items()}
         alloc = cancel = None
         if d.get("allocation_failure") is not None:
             a = _table(d["allocation_failure"], _ALLOC_KEYS)
             alloc = SimpleNamespace(allocation_id=_str(a.get("allocation_id"), 1), state=_str(a.get("state"), 1),
-                                    failed_node=_opt_str(a.get("failed_node")),
+                                    failed_node=_opt_str(a.get("failed_node"), NODE_MAX),
                                     source=_str(a.get("source", "scheduler")), time=_time(a.get("time")))
         if d.get("execution_cancellation") is not None:
             c = _table(d["execution_cancellation"], _CANCEL_KEYS)
@@ -156,7 +157,8 @@ def plain_record(data: Mapping[str, Any]) -> SimpleNamespace | None:
                                      source_time=source_time)
         return SimpleNamespace(
             id=_str(d.get("id"), 1, ID_MAX), state=_checked(known_state, _opt_str(d.get("state"))), nodes=nodes,
-            start=start, end=_checked(end_after_start, end, start), failed_node=_opt_str(d.get("failed_node")),
+            start=start, end=_checked(end_after_start, end, start),
+            failed_node=_opt_str(d.get("failed_node"), NODE_MAX),
             exit_code=_checked(exit_code_text, _plain_exit_code(d.get("exit_code"))), tasks_per_node=tpn,
             ranks=_checked(rank_numbers, ranks, nodes), allocation_failure=alloc, execution_cancellation=cancel)
     except _Declined:

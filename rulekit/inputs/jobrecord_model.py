@@ -10,13 +10,14 @@ Imported on first use (pydantic costs a start-up ~0.1 s): nothing on the path of
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationInfo, field_validator
 
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.jobrecord_rules import (
     ID_MAX,
+    NODE_MAX,
     NODES_MAX,
     TASKS_PER_NODE_RANGE,
     end_after_start,
@@ -38,7 +39,7 @@ class AllocationFailureRecord(_Strict):
 
     allocation_id: StrictStr = Field(min_length=1)
     state: StrictStr = Field(min_length=1)
-    failed_node: Optional[StrictStr] = None
+    failed_node: Optional[StrictStr] = Field(default=None, max_length=NODE_MAX)
     source: StrictStr = "scheduler"
     time: Optional[datetime] = None
 
@@ -66,13 +67,13 @@ class JobRecord(_Strict):
 
     id: StrictStr = Field(min_length=1, max_length=ID_MAX)
     state: Optional[StrictStr] = None
-    nodes: list[StrictStr] = Field(default_factory=list, max_length=NODES_MAX)
+    nodes: list[Annotated[StrictStr, Field(max_length=NODE_MAX)]] = Field(default_factory=list, max_length=NODES_MAX)
     start: Optional[datetime] = None
     end: Optional[datetime] = None
-    failed_node: Optional[StrictStr] = None
+    failed_node: Optional[StrictStr] = Field(default=None, max_length=NODE_MAX)
     exit_code: Optional[str] = None
     tasks_per_node: Optional[StrictInt] = Field(default=None, ge=TASKS_PER_NODE_RANGE[0], le=TASKS_PER_NODE_RANGE[1])
-    ranks: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    ranks: dict[StrictStr, Annotated[StrictStr, Field(max_length=NODE_MAX)]] = Field(default_factory=dict)
     allocation_failure: Optional[AllocationFailureRecord] = None
     execution_cancellation: Optional[ExecutionCancellationRecord] = None
 

@@ -22,6 +22,7 @@ from rulekit.inputs.jobinfo import (
 Loc = tuple[Any, ...]
 EXIT_CODE_RANGE = (-(2**31), 2**31 - 1)
 ID_MAX = 256
+NODE_MAX = 256  # characters of a node name (nodes, failed_node, ranks): scheduler data is untrusted
 NODES_MAX = 100_000
 TASKS_PER_NODE_RANGE = (1, 1_000_000)
 _SLURM_EXIT = re.compile(r"^-?\d{1,10}(:\d{1,10})?$")

@@ -2,14 +2,15 @@
 node's syslog, scheduler records), with the default node and provenance label.
 
 An observation is read as line-aligned byte chunks, whatever it holds (a file
-path, bytes, or a list of text lines), so extraction never needs a whole file in
-memory.  No parsing of the lines themselves.
+path, bytes, a list of text lines, or a `stream`: an object whose `open()` gives
+a binary stream and `size()` its length, such as a bounded `.gz` reader), so
+extraction never needs a whole file in memory.  No parsing of the lines themselves.
 """
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence
+from typing import Any, BinaryIO, Iterator, Sequence
 
 from rulekit.rules.records import dataclass
 from rulekit.extract.scan import CHUNK_SIZE, iter_chunks
@@ -27,8 +28,11 @@ class Observation:
     t_start: str | None = None
     t_end: str | None = None
     first_line: int = 1  # line number of the first line (for records that continue a file)
+    stream: Any = None  # opens a binary stream (`rulekit.inputs.bounded.GzipStream`)
 
     def open(self) -> BinaryIO:
+        if self.stream is not None:
+            return self.stream.open()
         if self.path is not None:
             return open(self.path, "rb")
         if self.data is not None:
@@ -43,6 +47,8 @@ class Observation:
             yield from iter_chunks(f, size)
 
     def size(self) -> int:
+        if self.stream is not None:
+            return int(self.stream.size())
         if self.path is not None:
             try:
                 return self.path.stat().st_size

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import traceback
 import types
 from dataclasses import field
 from importlib import resources
@@ -517,7 +518,8 @@ class RuleLoader:
         elif f.suffix == ".py":
             if folder not in self._packages:
                 self._packages[folder] = _package_for(folder)
-            rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)), self._cache)
+            rs, diags = load_plugin(f, self._packages[folder], text, self._verdicts.get(str(f)), self._cache,
+                                    timeout=self.plugin_timeout)
             self._plugin_files[str(f)] = text
         else:
             return
@@ -595,11 +597,12 @@ def _is_bundled(folder: Path) -> bool:
 
 
 def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None",
-                cache: CorpusCache | None = None) -> tuple[RuleSet, list[Diagnostic]]:
+                cache: CorpusCache | None = None, timeout: float | None = None) -> tuple[RuleSet, list[Diagnostic]]:
     """A plugin file as the probe saw it: an import that timed out, exited or killed
     the child is reported (and not run here); otherwise it is executed in this process
-    (from the corpus cache's bytecode when it has this text's).
-    The probe's captured output becomes a note (RK007)."""
+    (from the corpus cache's bytecode when it has this text's), under the same time
+    limit (`timeout`, default the plugin time limit): a plugin may finish in the probe
+    and loop the second time.  The probe's captured output becomes a note (RK007)."""
     diags: list[Diagnostic] = []
     if verdict is not None and verdict.output.strip():
         diags.append(_output_note(f, verdict.output))
@@ -609,7 +612,7 @@ def load_plugin(f: Path, pkg: str, text: str, verdict: "sandbox.Verdict | None",
         diags.append(Diagnostic(code, verdict.message, Span(str(f), line, 1, line, 2),
                                 data={"seconds": round(verdict.seconds, 3)} if verdict.status == "timeout" else {}))
         return RuleSet(files=[str(f)]), diags
-    rs, more = exec_plugin(f, pkg, text, report_output=verdict is None, cache=cache)
+    rs, more = exec_plugin(f, pkg, text, report_output=verdict is None, cache=cache, timeout=timeout)
     return rs, diags + more
 
 
@@ -667,21 +670,28 @@ class _fd_capture:
 
 
 def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True,
-                cache: CorpusCache | None = None) -> tuple[RuleSet, list[Diagnostic]]:
+                cache: CorpusCache | None = None, timeout: float | None = None) -> tuple[RuleSet, list[Diagnostic]]:
     """Execute one `.py` rule file (as a module of package `pkg`) with the decorators
     bound to a fresh sink.  Its stdout/stderr writes are captured (a note when
     report_output); SystemExit and other BaseExceptions (not the user's Ctrl-C)
-    become a diagnostic at the plugin's line.  `cache`: the corpus cache, whose
-    bytecode for this text is used (and filled) instead of compiling."""
+    become a diagnostic at the plugin's line; an import that runs past `timeout`
+    seconds (default the plugin time limit) is stopped (`rulekit.rules.containment`:
+    a loop in Python code, not a call blocked in C) and is an RK006.  `cache`: the
+    corpus cache, whose bytecode for this text is used (and filled) instead of compiling."""
     import contextlib
     import io
+
+    from rulekit.rules.containment import RuleTimeout, contained, of_file
+
+    limit = sandbox.plugin_timeout(timeout)
 
     sink = PluginSink(file=str(f))
     token = _ACTIVE.set(sink)
     diags: list[Diagnostic] = []
     captured = io.StringIO()
     try:
-        with _fd_capture() as raw, contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+        with _fd_capture() as raw, contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured), \
+                contained(of_file(str(f)), limit):
             code = cache.plugin_code(str(f), text) if cache is not None else None
             if code is None:
                 code = compile(text, str(f), "exec")
@@ -694,6 +704,12 @@ def exec_plugin(f: Path, pkg: str, text: str, report_output: bool = True,
             exec(code, module.__dict__)
     except KeyboardInterrupt:
         raise
+    except RuleTimeout as e:
+        line = next((fr.lineno for fr in reversed(traceback.extract_tb(e.__traceback__)) if fr.filename == str(f)), 1)
+        diags.append(Diagnostic("RK006", f"importing the plugin did not finish within {limit:g} s in this process "
+                                f"(stopped at line {line}; it had finished in the probe, so it behaves differently "
+                                f"on a second import); set a longer limit with `rulekit --plugin-timeout SECONDS` "
+                                f"or {sandbox.ENV_TIMEOUT}", Span(str(f), line or 1, 1, line or 1, 2)))
     except BaseException as e:  # noqa: BLE001 - a plugin's own exception, SystemExit included: report it here
         msg, line, col = sandbox.describe(e, str(f))
         end = col + 1 if isinstance(e, SyntaxError) else 2

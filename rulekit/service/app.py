@@ -14,11 +14,14 @@ corpus (one per worker process).  Routes:
 
 Errors are data: every rejection is `{"detail": [{"loc", "msg", "type"}]}` with
 the field's path in `loc` (400 for a body that is not JSON or not UTF-8, 413
-too large, 408 too slow, 401 bad token, 404, 405, 422 for a field, 429 when
-the job store is full); an unexpected exception is a 500 with an `error_id`
-that the server log repeats with the traceback.  Request bodies are parsed by
-pydantic straight from bytes.  CPU work runs in a thread, so the event loop
-keeps accepting connections.
+too large or too many JSON values, 408 too slow, 401 bad token, 404, 405, 422
+for a field, 429 when the job store is full, 503 past the request deadline);
+an unexpected exception (a rule's SystemExit included) is a 500 with an
+`error_id` that the server log repeats with the traceback.  Request bodies are
+parsed by pydantic straight from bytes.  CPU work runs in a thread, so the
+event loop keeps accepting connections, within the request deadline (past it
+the thread is abandoned; rule code runs under its time budget, so a looping
+rule ends it).  Every answer carries nosniff and CSP headers (`security`).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import uuid
 from contextlib import asynccontextmanager
 from typing import Any, Callable
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
@@ -41,6 +45,7 @@ from rulekit.inputs.jobrecord import JobRecordError, problems_of
 from rulekit.engine.session import Session
 from rulekit.service.jobs import JobNotFound, JobStore, StoreFull
 from rulekit.service.limits import BodyLimit
+from rulekit.service.security import SecurityHeaders
 from rulekit.service.schema import (
     AttributeRequest,
     CreateJob,
@@ -64,10 +69,12 @@ JOB_ERRORS = {**ERRORS, 404: {"model": ErrorBody, "description": "no such open j
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, items: list[dict[str, Any]], headers: dict[str, str] | None = None):
+    def __init__(self, status: int, items: list[dict[str, Any]], headers: dict[str, str] | None = None,
+                 error_id: str | None = None):
         self.status = status
         self.items = items
         self.headers = headers
+        self.error_id = error_id
 
 
 def _item(loc: list, msg: str, kind: str) -> dict[str, Any]:
@@ -147,7 +154,10 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
     # ---- errors ----
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": exc.items}, status_code=exc.status, headers=exc.headers)
+        body: dict[str, Any] = {"detail": exc.items}
+        if exc.error_id:
+            body["error_id"] = exc.error_id
+        return JSONResponse(body, status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -172,6 +182,31 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
         if scheme.lower() != "bearer" or not secrets.compare_digest(value.strip().encode(), token.encode()):
             raise ApiError(401, [_item(["header", "authorization"], "a valid `Authorization: Bearer <token>` is required",
                                        "unauthorized")], {"WWW-Authenticate": 'Bearer realm="rulekit"'})
+
+    async def in_thread(fn: Callable[[], Any]) -> Any:
+        """`fn()` (CPU work: attribution) in a worker thread, within the request deadline.
+        A rule's SystemExit (or any BaseException but Ctrl-C) is an internal error (JSON
+        500 with an id), never a plain-text answer or a dead worker; past the deadline the
+        answer is a JSON 503 with an id and the thread is abandoned (the rule time budget
+        stops a looping rule; the thread ends then)."""
+        def guarded() -> Any:
+            try:
+                return fn()
+            except (Exception, KeyboardInterrupt):
+                raise
+            except BaseException as e:  # noqa: BLE001 - SystemExit & co. must not end the worker
+                raise RuntimeError(f"{type(e).__name__} raised during the request: {e}") from e
+
+        try:
+            return await asyncio.wait_for(anyio.to_thread.run_sync(guarded, abandon_on_cancel=True),
+                                          settings.request_timeout_s)
+        except asyncio.TimeoutError:
+            error_id = uuid.uuid4().hex[:16]
+            log.error("request %s did not finish within %g s; its thread was abandoned", error_id,
+                      settings.request_timeout_s)
+            raise ApiError(503, [_item([], f"the request did not finish within {settings.request_timeout_s:g} s "
+                                       f"(--request-timeout); quote error id {error_id}", "request_timeout")],
+                           {"Retry-After": "30"}, error_id=error_id) from None
 
     async def body_of(request: Request, model: type[BaseModel]) -> Any:
         check_auth(request)
@@ -206,7 +241,7 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
                 s.ingest_metrics(series)
                 return s.attribute()
 
-        return await run_in_threadpool(run)
+        return await in_thread(run)
 
     # ---- the cycle ----
     @app.post("/v1/jobs", status_code=201, tags=["cycle"], response_model=JobCreated,
@@ -222,7 +257,7 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
                 raise ApiError(429, [_item([], str(e), "too_many_jobs")], {"Retry-After": "30"}) from None
             return {"id": job_id, "job_id": req.job.id, "expires_in_s": settings.job_ttl_s}
 
-        return await run_in_threadpool(job_call(run))
+        return await in_thread(job_call(run))
 
     @app.post("/v1/jobs/{id}/observations", tags=["cycle"], response_model=Ingested, responses=JOB_ERRORS,
               openapi_extra=_body_schema(ObservationBatch), summary="Ingest observations into an open job")
@@ -233,23 +268,23 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
             n_obs, n_series, added = jobs.ingest(id, batch)
             return {"id": id, "observations": n_obs, "metric_series": n_series, "events_added": added}
 
-        return await run_in_threadpool(job_call(run))
+        return await in_thread(job_call(run))
 
     @app.post("/v1/jobs/{id}/attribute", tags=["cycle"], responses=JOB_ERRORS,
               summary="Attribute what an open job has ingested so far")
     async def attribute_job(id: str, request: Request) -> dict[str, Any]:
         check_auth(request)
-        return await run_in_threadpool(job_call(lambda: jobs.attribute(id)))
+        return await in_thread(job_call(lambda: jobs.attribute(id)))
 
     @app.get("/v1/jobs/{id}", tags=["cycle"], response_model=JobStatus, responses=JOB_ERRORS)
     async def job_status(id: str, request: Request) -> dict[str, Any]:
         check_auth(request)
-        return await run_in_threadpool(job_call(lambda: jobs.status(id)))
+        return await in_thread(job_call(lambda: jobs.status(id)))
 
     @app.delete("/v1/jobs/{id}", tags=["cycle"], responses=JOB_ERRORS, summary="Retire an open job")
     async def retire(id: str, request: Request) -> dict[str, Any]:
         check_auth(request)
-        await run_in_threadpool(job_call(lambda: jobs.retire(id)))
+        await in_thread(job_call(lambda: jobs.retire(id)))
         return {"id": id, "retired": True}
 
     # ---- the corpus ----
@@ -282,7 +317,8 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
         return out
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    return BodyLimit(app, settings.max_body_bytes, settings.body_timeout_s)
+    return SecurityHeaders(BodyLimit(app, settings.max_body_bytes, settings.body_timeout_s, settings.body_deadline_s,
+                                     settings.max_body_values), token)
 
 
 # ---- OpenAPI ------------------------------------------------------------------------
@@ -315,5 +351,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 def openapi_document(app: Any) -> dict[str, Any]:
     """The OpenAPI document of an app made by `create_app`."""
-    inner = app.app if isinstance(app, BodyLimit) else app
+    inner = app
+    while isinstance(inner, (SecurityHeaders, BodyLimit)):
+        inner = inner.app
     return inner.openapi()

@@ -119,11 +119,11 @@ class JobStore:
         line = batch.model_dump_json() + "\n"
         with self._locked(job_id) as d:
             live = self._caught_up(job_id, d)
-            before = live.session.manager.count(live.session.context_id)
             with open(d / "spool.jsonl", "a", encoding="utf-8") as f:
                 f.write(line)
-            self._consume(live, d)
-            added = live.session.manager.count(live.session.context_id) - before
+            # what extraction added (a count of the store would also see what an earlier
+            # attribute() derived, which the next ingest rolls back)
+            added = self._consume(live, d)
         obs, series = batch.to_inputs()
         return len(obs), len(series), added
 
@@ -202,7 +202,9 @@ class JobStore:
         live.used = time.time()
         return live
 
-    def _consume(self, live: _Live, d: Path) -> None:
+    def _consume(self, live: _Live, d: Path) -> int:
+        """Ingest the spooled batches not yet consumed; the events they added."""
+        added = 0
         with open(d / "spool.jsonl", "rb") as f:
             f.seek(live.consumed)
             while True:
@@ -211,8 +213,9 @@ class JobStore:
                     break
                 live.batches += 1
                 obs, series = ObservationBatch.model_validate_json(raw).to_inputs(f"batch{live.batches}.observations")
-                live.session.ingest_batch(obs)
-                live.session.ingest_metrics(series)
+                added += live.session.ingest_batch(obs)
+                added += live.session.ingest_metrics(series)
                 live.observations += len(obs)
                 live.series += len(series)
                 live.consumed = f.tell()
+        return added

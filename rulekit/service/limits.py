@@ -4,10 +4,14 @@ ASGI middleware), and the header timeout (uvicorn's h11 protocol, subclassed).
 `BodyLimit` streams the body: a `Content-Length` over the limit is refused
 with 413 before a byte is kept; a chunked body is counted as it arrives and
 refused the moment it passes the limit.  A body within the limit is handed
-to the application whole (every route parses its body whole).  The rest of an oversized
+to the application whole (every route parses its body whole), once the number
+of JSON values it can hold (its `[`, `{`, `,` and `:` bytes) is within
+`max_values` (413 otherwise: parsed, `[[],[],...]` costs ~19 bytes of memory per
+byte of body).  The rest of an oversized
 body is read and discarded (up to 1 GiB, so the client reads the 413 rather
-than a reset connection), never held in memory.  Each chunk must arrive within `body_timeout_s` (408
-otherwise).  Both answers are the Service's JSON error body.
+than a reset connection), never held in memory.  Each chunk must arrive within `body_timeout_s`,
+and the whole body within `body_deadline_s` however it trickles (408
+otherwise).  The answers are the Service's JSON error body.
 
 `TimedH11Protocol` closes a connection that has not sent complete request
 headers within `header_timeout` seconds of connecting, or of the first byte of
@@ -21,6 +25,8 @@ import json
 from typing import Any, Awaitable, Callable
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from rulekit.inputs.bounded import json_value_bound
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -41,10 +47,13 @@ def error_message(status: int, loc: list, msg: str, kind: str) -> tuple[Message,
 
 
 class BodyLimit:
-    def __init__(self, app: Callable, max_body_bytes: int, body_timeout_s: float):
+    def __init__(self, app: Callable, max_body_bytes: int, body_timeout_s: float, body_deadline_s: float = 120.0,
+                 max_values: int = 6_000_000):
         self.app = app
         self.max = max_body_bytes
         self.timeout = body_timeout_s
+        self.deadline = body_deadline_s
+        self.max_values = max_values
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,12 +75,18 @@ class BodyLimit:
         # whole (every route reads its body whole anyway): nothing past the limit is kept
         chunks: list[bytes] = []
         seen = 0
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.deadline
         while True:
+            left = end - loop.time()
             try:
-                msg = await asyncio.wait_for(receive(), self.timeout)
+                msg = await asyncio.wait_for(receive(), max(0.0, min(self.timeout, left)))
             except asyncio.TimeoutError:
-                await _send_all(send, error_message(
-                    408, ["body"], f"the request body did not arrive within {self.timeout:g} s", "body_timeout"))
+                if left <= self.timeout:
+                    text = f"the request body did not arrive in full within {self.deadline:g} s (--body-deadline)"
+                else:
+                    text = f"the request body did not arrive within {self.timeout:g} s"
+                await _send_all(send, error_message(408, ["body"], text, "body_timeout"))
                 return
             if msg["type"] != "http.request":  # the client went away
                 return
@@ -88,6 +103,12 @@ class BodyLimit:
                 break
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         chunks.clear()
+        values = json_value_bound(body)
+        if values > self.max_values:
+            await _send_all(send, error_message(
+                413, ["body"], f"the request body holds up to {values} JSON values, more than the {self.max_values} "
+                "allowed (each becomes an object in memory): send the observations in several batches", "too_many_values"))
+            return
         delivered = False
 
         async def replay() -> Message:

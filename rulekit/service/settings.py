@@ -27,6 +27,9 @@ class ServiceSettings:
     max_body_bytes: int = 64 << 20  # a larger request body is refused with 413 while it streams
     header_timeout_s: float = 10.0  # a connection must send complete request headers within this
     body_timeout_s: float = 30.0  # ... and each chunk of the body within this (408 otherwise)
+    body_deadline_s: float = 120.0  # ... and the whole body within this, however it trickles (408 otherwise)
+    max_body_values: int = 6_000_000  # JSON values a body may hold (counted before parsing; 413 beyond)
+    request_timeout_s: float = 300.0  # the work of one request (attribution); past it a JSON 503, thread abandoned
     keep_alive_s: int = 20  # idle keep-alive connections are closed after this; longer than clients' own
     # idle expiry (httpx, requests: 5 s) so a client never reuses a connection the server is closing
     graceful_shutdown_s: int = 30  # on SIGTERM/SIGINT: finish in-flight requests for up to this long

@@ -17,8 +17,14 @@
 
 A connector raises `ConnectorError` with a one-line reason when it cannot
 deliver; the orchestrator records it in the result's coverage and goes on.
-`collect` may also append notes to `self.notes` (partial answers, caps hit).
-Nothing here does I/O.
+When it delivers only part of the evidence (a name refused, a size limit or
+its deadline reached, one node's query failed) it appends the reason to
+`self.faults` and returns what it has: the coverage says `partial` and the
+verdict `evidence_complete: false`.  `collect` may also append notes to
+`self.notes` (what it did that the user may want to know).  A connector reads
+`self.deadline` (a `rulekit.blueprint.limits.Deadline`, set by the
+orchestrator for each attempt) between requests and passes it to the HTTP
+client.  Nothing here does I/O.
 """
 from __future__ import annotations
 
@@ -41,6 +47,11 @@ class Connector:
         notes = list(getattr(self, "notes", []) or [])
         self.notes = []
         return notes
+
+    def take_faults(self) -> list[str]:
+        faults = list(getattr(self, "faults", []) or [])
+        self.faults = []
+        return faults
 
 
 class ContextConnector(Connector):

@@ -7,7 +7,8 @@ Kubernetes API.
     token_file = "token"                 # optional bearer token
     namespace = "research"               # optional: default all namespaces
     pod_selector = "batch.kubernetes.io/job-name={job_name}"
-    timeout = "30s"
+    timeout = "10s"                      # one request in all
+    deadline = "60s"                     # the whole listing
 One attempt per finished or evicted Workload (pending and running ones are
 skipped): `Finished` True with reason `Succeeded` -> COMPLETED, other reasons
 -> FAILED; else `Evicted` True with reason `Preempted` (or a `Preempted`
@@ -27,7 +28,9 @@ from typing import Any, Iterable
 
 from rulekit.blueprint.connectors.base import ContextConnector
 from rulekit.blueprint.connectors.k8s_api import KubeClient
-from rulekit.blueprint.model import Attempt, ConnectorError, Window, as_datetime, render
+from rulekit.blueprint.limits import MAX_RESPONSE_BYTES, REQUEST_TIMEOUT_S, RETRIES, DeadlineExceeded
+from rulekit.blueprint.model import Attempt, ConnectorError, Window, as_datetime
+from rulekit.blueprint.names import render_query, url_segment
 
 API = "/apis/kueue.x-k8s.io/v1beta1"
 CANCEL_REASONS = {"InactiveWorkload", "Deactivated"}
@@ -42,35 +45,55 @@ def _cond(w: dict[str, Any], typ: str) -> dict[str, Any] | None:
 
 class KueueContext(ContextConnector):
     TYPE = "kueue"
-    KEYS = {"type", "name", "url", "token_file", "namespace", "pod_selector", "timeout", "retries"}
+    KEYS = {"type", "name", "url", "token_file", "namespace", "pod_selector", "timeout", "retries",
+            "max_response_bytes"}
 
     def __init__(self, url: str, namespace: str | None = None, pod_selector: str = "batch.kubernetes.io/job-name={job_name}",
-                 token_file: str | None = None, timeout: float = 30.0, retries: int = 3, backoff: float = 0.5):
+                 token_file: str | None = None, timeout: float = REQUEST_TIMEOUT_S, retries: int = RETRIES,
+                 backoff: float = 0.5, max_response_bytes: int = MAX_RESPONSE_BYTES):
+        self.max_response_bytes = max_response_bytes
+        self.faults: list[str] = []
         self.url, self.namespace, self.pod_selector = url, namespace, pod_selector
         self.token_file, self.timeout, self.retries, self.backoff = token_file, timeout, retries, backoff
         self.notes: list[str] = []
 
     @classmethod
     def from_config(cls, sec: Any) -> "KueueContext":
-        t = sec.duration("timeout", "30s")
+        t = sec.duration("timeout", f"{REQUEST_TIMEOUT_S:g}s")
         tf = sec.get("token_file", str)
         return cls(sec.get("url", str, "", required=True), sec.get("namespace", str),
                    sec.get("pod_selector", str, "batch.kubernetes.io/job-name={job_name}"),
-                   str(sec.base / tf) if tf else None, t, sec.get("retries", int, 3))
+                   str(sec.base / tf) if tf else None, t, sec.get("retries", int, RETRIES),
+                   max_response_bytes=sec.size("max_response_bytes", MAX_RESPONSE_BYTES))
 
     def attempts(self, window: Window, job_id: str | None = None) -> Iterable[Attempt]:
-        api = KubeClient(self.url, self.token_file, self.timeout, self.retries, backoff=self.backoff)
-        path = f"{API}/namespaces/{self.namespace}/workloads" if self.namespace else f"{API}/workloads"
+        api = KubeClient(self.url, self.token_file, self.timeout, self.retries, backoff=self.backoff,
+                         max_response_bytes=self.max_response_bytes)
+        path = f"{API}/namespaces/{url_segment(self.namespace)}/workloads" if self.namespace else f"{API}/workloads"
         out = []
+        try:
+            return self._attempts(api, path, window, job_id, out)
+        except DeadlineExceeded as e:
+            if not out:
+                raise
+            self.faults.append(f"{e}; the workloads after {len(out)} were not read")
+            return out
+        finally:
+            self.faults += api.faults
+
+    def _attempts(self, api: KubeClient, path: str, window: Window, job_id: str | None, out: list[Attempt]) -> list[Attempt]:
         for w in api.list(path):
             a = self.attempt(w)
             if a is None or (job_id is not None and job_id not in (a.job_id, a.extra.get("workload"))):
                 continue
             if not window.contains(a):
                 continue
-            sel = render(self.pod_selector, a)
             try:
-                pods = api.list(f"/api/v1/namespaces/{a.extra['namespace']}/pods", {"labelSelector": sel})
+                sel = render_query(self.pod_selector, a)
+                pods = api.list(f"/api/v1/namespaces/{url_segment(str(a.extra['namespace']), 'namespace')}/pods",
+                                {"labelSelector": sel})
+            except DeadlineExceeded:
+                raise
             except ConnectorError as e:
                 self.notes.append(f"{a.job_id}: pods not listed ({e})")
                 pods = []

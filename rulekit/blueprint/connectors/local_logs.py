@@ -9,20 +9,29 @@
     [[logs.files]]
     source = "applog"
     glob = "applog/rank-{rank}.log"    # {rank}: any rank; the node comes from the attempt's rank map
-Rotated files (`x.log.2.gz`, `x.log.1`, `x.log`) are read oldest first.  An
+Rotated files (`x.log.2.gz`, `x.log.1`, `x.log`) are read oldest first; a
+`.gz` is decompressed as a stream, at most `max_decompressed_bytes` of it
+(default 256 MiB; beyond, the rest is left out and recorded as a fault).  An
 unreadable or corrupt file is a note, not a failure of the whole collector.
+Every name from the attempt (node, job id, user, job name) is checked before
+it becomes a path, and every file found must resolve inside the job's log
+folder (`rulekit.blueprint.names`): a name or a symlink that would leave it is
+refused and recorded as a fault, the other files are still read.
 Reads files; interprets no line.
 """
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 from pathlib import Path
 from typing import Any
 
+from rulekit.blueprint import limits
 from rulekit.blueprint.connectors.base import LogConnector
-from rulekit.blueprint.model import Attempt, ConnectorError, render
+from rulekit.blueprint.limits import MAX_DECOMPRESSED
+from rulekit.blueprint.model import Attempt, ConnectorError
+from rulekit.blueprint.names import UnsafeName, glob_pattern, inside, path_under
+from rulekit.inputs.bounded import GzipStream
 from rulekit.inputs.observation import Observation
 
 _ROT = re.compile(r"\.(\d+)(?:\.gz)?$|[-.](\d{8})(?:\.gz)?$")
@@ -52,12 +61,13 @@ def _rank_of(job: Attempt, rank: int) -> str | None:
 
 class LocalLogs(LogConnector):
     TYPE = "local"
-    KEYS = {"type", "name", "root", "files"}
+    KEYS = {"type", "name", "root", "files", "max_decompressed_bytes"}
     FILE_KEYS = {"source", "glob", "format"}
 
-    def __init__(self, root: str, base: Path, files: list[dict[str, str]]):
-        self.root, self.base, self.files = root, base, files
+    def __init__(self, root: str, base: Path, files: list[dict[str, str]], max_decompressed: int = MAX_DECOMPRESSED):
+        self.root, self.base, self.files, self.max_decompressed = root, base, files, max_decompressed
         self.notes: list[str] = []
+        self.faults: list[str] = []
 
     @classmethod
     def from_config(cls, sec: Any) -> "LocalLogs":
@@ -72,28 +82,39 @@ class LocalLogs(LogConnector):
                 s.error("`glob` is relative to `root` and stays inside it", "glob")
             if src and g:
                 files.append({"source": src, "glob": g, "format": fmt})
-        return cls(root, sec.base, files)
+        return cls(root, sec.base, files, sec.size("max_decompressed_bytes", MAX_DECOMPRESSED))
 
     def collect(self, attempt: Attempt) -> list[Observation]:
-        root = self.base / render(self.root, attempt)
+        root = path_under(self.base, self.root, attempt)  # UnsafeName: the connector fails, recorded
         if not root.is_dir():
             raise ConnectorError(f"log folder {root} does not exist")
         out: list[Observation] = []
         seen: set[Path] = set()
         for spec in self.files:
-            targets = [(render(spec["glob"], attempt, n), n) for n in attempt.nodes] if "{node}" in spec["glob"] \
-                else [(render(spec["glob"], attempt), None)]
-            for pattern, node in targets:
+            nodes = list(attempt.nodes) if "{node}" in spec["glob"] else [None]
+            for node in nodes:
+                try:
+                    pattern = glob_pattern(spec["glob"], attempt, node)
+                except UnsafeName as e:
+                    self.faults.append(f"{spec['source']} `{spec['glob']}`: {e}")
+                    continue
                 rank_rx = None
                 if "{rank}" in pattern:
-                    rank_rx = re.compile("^" + re.escape(pattern).replace(re.escape("{rank}"), r"(\d+)")
-                                         .replace(r"\*", "[^/]*").replace(r"\?", "[^/]") + "$")
+                    rank_rx = _rank_regex(pattern)
                     pattern = pattern.replace("{rank}", "*")
+                deadline = limits.current()
                 for p in sorted(root.glob(pattern), key=rotation_key):
-                    if not p.is_file() or p in seen:
+                    if deadline is not None and deadline.expired():
+                        self.faults.append(f"{deadline.what} of {deadline.seconds:g} s passed while listing "
+                                           f"{spec['glob']}; later files not read")
+                        return out
+                    if p in seen or not p.is_file():
                         continue
                     seen.add(p)
                     rel = str(p.relative_to(root))
+                    if not inside(p, root):
+                        self.faults.append(f"{rel}: refused, it resolves outside the log folder {root}")
+                        continue
                     obs_node = node
                     if rank_rx is not None and obs_node is None:
                         m = rank_rx.match(rel)
@@ -106,12 +127,16 @@ class LocalLogs(LogConnector):
 
     def _read(self, p: Path, rel: str, spec: dict[str, str], node: str | None) -> Observation | None:
         if p.suffix == ".gz":
+            stream = GzipStream(p, self.max_decompressed)
             try:
-                data = gzip.decompress(p.read_bytes())
+                _size, more = stream.measure()  # one streaming pass: valid, and within the cap?
             except (OSError, EOFError, zlib.error) as e:
                 self.notes.append(f"{rel}: not a readable gzip file ({e}); skipped")
                 return None
-            return Observation(source=spec["source"], format=spec["format"], node=node, label=rel, data=data)
+            if more:
+                self.faults.append(f"{rel}: decompresses to more than {self.max_decompressed} bytes "
+                                   "(`max_decompressed_bytes`); the rest was not read")
+            return Observation(source=spec["source"], format=spec["format"], node=node, label=rel, stream=stream)
         try:
             with open(p, "rb"):
                 pass
@@ -119,3 +144,14 @@ class LocalLogs(LogConnector):
             self.notes.append(f"{rel}: {e.strerror}; skipped")
             return None
         return Observation(source=spec["source"], format=spec["format"], node=node, label=rel, path=p)
+
+
+def _rank_regex(pattern: str) -> re.Pattern:
+    """The expanded glob (values escaped as `[x]`) as a regex with the rank captured."""
+    rx = "".join(_GLOB_RX.get(part, re.escape(part)) if not part.startswith("[") else re.escape(part[1:-1])
+                 for part in _GLOB_TOKENS.findall(pattern))
+    return re.compile("^" + rx + "$")
+
+
+_GLOB_TOKENS = re.compile(r"\{rank\}|\[[^\]]+\]|\*|\?|[^*?\[{]+|.")
+_GLOB_RX = {"{rank}": r"(\d+)", "*": "[^/]*", "?": "[^/]"}
