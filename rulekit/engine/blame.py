@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from rulekit.engine.refine import DECISIVE_OUTCOMES, OutcomeDecision
+from rulekit.engine.refine import DECISIVE_OUTCOMES, FALLBACK_RANK, OutcomeDecision
 from rulekit.engine.store import Event
 from rulekit.rules.model import NODE_BLAMES
 from rulekit.rules.registry import SymptomRegistry
@@ -83,7 +83,8 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     for node, evs in blaming.items():
         syms = _by_rank(reg, (e.symptom for e in evs if e.symptom))
         top = reg.info(syms[0])
-        certain = any(reg.info(s).blame in CERTAIN_BLAMES for s in syms) or any(
+        # (generic evidence of the fallback band suspects a node, never makes it certain)
+        certain = any(reg.info(s).blame in CERTAIN_BLAMES and reg.rank(s) > FALLBACK_RANK for s in syms) or any(
             e.fields.get("certain") is True for e in evs)
         entries[node] = {"node": node, "symptoms": syms, "blame": top.blame, "action": top.action,
                          "confidence": "certain" if certain else "suspected"}
