@@ -165,6 +165,7 @@ GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule
 
 _UNSET = object()
 _NOT_READ = object()  # a line's rank, before anything needed it
+_LATER = object()  # a carried timestamp looked up only if it is needed
 
 
 
@@ -337,7 +338,7 @@ class ExtractionPhase:
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
                     ts, made = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
-                                                       f or partial(carry.before, chunk, start))
+                                                       f, carry, start)
                     if made and role is ROLE_LINE_ONLY:
                         explained = start
                 else:
@@ -519,16 +520,19 @@ class ExtractionPhase:
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
                            oc: int, active: list["_ActiveAccumulator"], chunk: bytes, end: int,
-                           facts: "tuple | Callable[[], str | None]") -> tuple[str | None, int]:
+                           facts: tuple | None, carry: TimeCarry | None = None,
+                           start: int = 0) -> tuple[str | None, int]:
         """Start an accumulator on its trigger line and feed it the rest of the chunk
         (still running: appended to `active`); returns the line's own timestamp and, for
         one that reads its trigger line alone, how many events it made (else 0).
-        `facts`: the line's (timestamp, uptime, rank, carried, host), or a function giving
-        the carried timestamp (looked up only for a line without its own)."""
-        if callable(facts):
+        `facts`: the line's (timestamp, uptime, rank, carried, host) a worker read, or
+        None: then they are read here, the carried timestamp (from `carry`, for the hit at
+        `start` of `chunk`) only for a line without its own, and, for an accumulator that
+        reads its trigger line alone, only when it makes an event."""
+        if facts is None:
             ts, _uptime = timestamp_of(line, self.year)
             rank, host = rank_of(line), _NOT_READ
-            carried = facts() if ts is None else None
+            carried: Any = _LATER if ts is None and carry is not None else None
         else:
             ts, _uptime, rank, carried, host = facts
         node = self._node_of(obs, line, rank, host)
@@ -540,7 +544,18 @@ class ExtractionPhase:
             return ts, 0
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
             # (without an `_ActiveAccumulator`: thousands of such triggers in a long log)
-            return ts, self.finalize(rule.name, instance, oc, node, line_num, ts, line, rank, carried, tell=True)
+            specs = self.specs_of(rule.name, instance)
+            if carried is _LATER:
+                if specs:
+                    carried = carry.before(chunk, start)  # type: ignore[union-attr]
+                else:  # (what a lookback here would have remembered, without the search)
+                    carry.advance(chunk, start)  # type: ignore[union-attr]
+                    carried = None
+            for spec in specs:
+                self.add_spec(spec, rule.name, oc, node, line_num, ts, line, rank, carried, True)
+            return ts, len(specs)
+        if carried is _LATER:
+            carried = carry.before(chunk, start)  # type: ignore[union-attr]
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried
         acc.instance = instance
@@ -558,14 +573,19 @@ class ExtractionPhase:
         `span_end`: the last line an accumulator that read following lines took in (its
         events carry it: the lines from the trigger to there are its reading).  Returns
         how many events it made (stored or past their cap)."""
-        try:
-            specs = list(instance.finalize() or ())
-        except Exception as e:  # reported; the accumulator emits nothing
-            self.errors.append(rule_error(rule, e))
-            return 0
+        specs = self.specs_of(rule, instance)
         for spec in specs:
             self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried, tell, span_end)
         return len(specs)
+
+    def specs_of(self, rule: str, instance: Any) -> list[EventSpec]:
+        """An accumulator's `finalize()`; one that raises is the rule's error, and makes
+        no event."""
+        try:
+            return list(instance.finalize() or ())
+        except Exception as e:  # reported; the accumulator emits nothing
+            self.errors.append(rule_error(rule, e))
+            return []
 
     def spec_group(self, spec: EventSpec, rule: str, default_node: str | None) -> tuple[str | None, str | None, tuple, tuple]:
         """(node, symptom, group, key) of an accumulator's event: what it says and the cap

@@ -27,12 +27,42 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 
+from rulekit.extract.literals import factors_of
+
 MAX_CHARS = 2000  # characters of a line looked at (a 10 MB line costs what its start costs)
 LEVEL_HEAD = 120  # where the line's level word is looked for
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # launcher rank prefixes: `[rank3]: `, `[default3]:`, `3: ` (srun -l), `[1,3]<stderr>:` (mpirun), Ray actors
 _RANK = re.compile(r"^\s{0,8}(?:\[(?:rank|default)\d+\]:\s?|\d+: |\[\d+,\d+\]<std(?:out|err)>:\s?|"
                    r"\([\w.:-]+(?: pid=\d+)?(?:, ip=[\d.]+)?\) )")
+
+
+class _Gated:
+    """A compiled pattern and the literals one of which every match holds (its first
+    required factor, `rulekit.extract.literals`, lower-cased): the pattern is tried
+    only on a line whose lower-cased text holds one (most lines hold none)."""
+
+    __slots__ = ("pattern", "literals")
+
+    def __init__(self, text: str, flags: int = 0):
+        self.pattern = re.compile(text, flags)
+        try:
+            factors = factors_of(text)
+        except Exception:  # noqa: BLE001 - a pattern the analysis cannot read is tried on every line
+            factors = None
+        lits = sorted(factors[0]) if factors else None
+        # the literals as one alternation (searched at C speed on the lower-cased line)
+        self.literals = re.compile("|".join(re.escape(b.decode("utf-8", "replace")) for b in lits)) if lits else None
+
+    def search(self, text: str, low: str) -> "re.Match[str] | None":
+        if self.literals is not None and self.literals.search(low) is None:
+            return None
+        return self.pattern.search(text)
+
+    def sub(self, repl: Any, text: str, low: str) -> str:
+        if self.literals is not None and self.literals.search(low) is None:
+            return text
+        return self.pattern.sub(repl, text)
 
 
 @dataclass(frozen=True)
@@ -46,7 +76,7 @@ class Component:
     blame: str
     action: str | None = None
     docs: str = ""
-    pattern: re.Pattern[str] | None = None  # None: a source's default row
+    pattern: _Gated | None = None  # None: a source's default row
     default_for: tuple[str, ...] = ()
 
 
@@ -67,18 +97,18 @@ class Vocabulary:
     def __init__(self, data: Mapping[str, Any]):
         self.trigger: str = data["trigger"]
         levels, cues, benign = data["levels"], data["cues"], data["benign"]
-        self._benign_level = re.compile(levels["benign"])
-        self._error_level = re.compile(levels["error"])
-        self._always = re.compile(levels["error_always"])
-        self._cues = [(name, re.compile(cues[name])) for name in ("kernel", "exception", "strerror", "words")]
-        self._spans = [re.compile(p) for p in benign["spans"]]
-        self._lines = [re.compile(p) for p in benign["lines"]]
+        self._benign_level = _Gated(levels["benign"])
+        self._error_level = _Gated(levels["error"])
+        self._always = _Gated(levels["error_always"])
+        self._cues = [(name, _Gated(cues[name])) for name in ("kernel", "exception", "strerror", "words")]
+        self._spans = [_Gated(p) for p in benign["spans"]]
+        self._lines = [_Gated(p) for p in benign["lines"]]
         comps = []
         for row in data["component"]:
             comps.append(Component(
                 name=row["name"], symptom=row["symptom"], outcome=row["outcome"], sub_domain=row["sub_domain"],
                 blame=row["blame"], action=row.get("action"), docs=row.get("docs", ""),
-                pattern=re.compile(row["pattern"]) if "pattern" in row else None,
+                pattern=_Gated(row["pattern"]) if "pattern" in row else None,
                 default_for=tuple(row.get("default_for", ()))))
         self.components: tuple[Component, ...] = tuple(comps)
         self._matchers = [c for c in comps if c.pattern is not None]
@@ -99,30 +129,40 @@ class Vocabulary:
     def component_of(self, line: str, source: str = "applog") -> Component:
         """The first row whose pattern the line holds, else the source's default row."""
         text = _clean(line)
+        low = text.lower()
         for c in self._matchers:
-            if c.pattern.search(text):  # type: ignore[union-attr]
+            if c.pattern.search(text, low):  # type: ignore[union-attr]
                 return c
         return self._defaults.get(source, self._fallback)
 
     def reads_as_error(self, line: str, source: str = "applog") -> ErrorLine | None:
         """An `ErrorLine` when `line` reads as an error, else None."""
         text = _clean(line)
-        if not text.strip() or any(p.search(text) for p in self._lines):
+        low = text.lower()
+        m = self._always.search(text, low)
+        if m is None:
+            head, lhead = text[:LEVEL_HEAD], low[:LEVEL_HEAD]
+            good = self._benign_level.search(head, lhead)
+            if good is not None:  # (blanking spans never removes a benign level word: decided without it)
+                bad = self._error_level.search(head[:good.start() + 1], lhead[:good.start() + 1])
+                if bad is None or good.start() <= bad.start():
+                    return None
+        if not text.strip() or any(p.search(text, low) for p in self._lines):
             return None
-        m = self._always.search(text)
         if m is not None:
             return ErrorLine("nccl", m.group(0), self.component_of(text, source))
         blanked = text
         for p in self._spans:
-            blanked = p.sub(_blank, blanked)
-        head = blanked[:LEVEL_HEAD]
-        good, bad = self._benign_level.search(head), self._error_level.search(head)
+            blanked = p.sub(_blank, blanked, low)
+        low = blanked.lower()
+        head, lhead = blanked[:LEVEL_HEAD], low[:LEVEL_HEAD]
+        good, bad = self._benign_level.search(head, lhead), self._error_level.search(head, lhead)
         if good is not None and (bad is None or good.start() <= bad.start()):
             return None
         if bad is not None:
             return ErrorLine("level", bad.group(0).strip(" [](<>:|\"',"), self.component_of(text, source))
         for name, p in self._cues:
-            m = p.search(blanked)
+            m = p.search(blanked, low)
             if m is not None:
                 return ErrorLine(name, m.group(0).strip(), self.component_of(text, source))
         return None
