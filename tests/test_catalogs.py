@@ -36,6 +36,7 @@ CATALOGS = [
         Spelling(("message",), "[rank6]: RuntimeError: CUDA error: {message}\r"),
         Spelling(("message",), "node0005:9001:9002 [3] enqueue.cc:1556 NCCL WARN Cuda failure {key} '{message}'"),
         Spelling(("message",), "node0005:9001:9002 [3] misc/strongstream.cc:52 NCCL WARN Cuda failure '{message}'"),
+        Spelling(("message",), "node0005: Test CUDA failure common.cu:1007 '{message}'"),
         Spelling(("message",), "RuntimeError: cuda runtime error (39) : {message} at /pytorch/aten/src/THC/x.cu:85"),
         Spelling(("message",), "RuntimeError: Triton Error [CUDA]: {message}"),
         Spelling(("runtime",), "cupy_backends.cuda.api.runtime.CUDARuntimeError: {runtime}: whatever it says"),
@@ -54,6 +55,31 @@ CATALOGS = [
         ("nvidia-container-cli: initialization error: nvml error: driver not loaded", "syslog"),
         ("CUDA_ERROR_IS_NOT_A_CODE happened", "applog"),
         ("job exited with code=1", "applog"),
+    ]),
+    Catalog("NcclResult", [
+        Spelling(("message",), "[rank4]: torch.distributed.DistBackendError: NCCL error in: "
+                               "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, {message} "
+                               "(run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"),
+        Spelling(("message",), "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:492, "
+                               "{message}, NCCL version 2.4.8"),
+        Spelling(("message",), "(EngineCore_5 pid=2353903) ERROR 04-25 16:14:44 [core.py:390] RuntimeError: "
+                               "NCCL error: {message} (run with NCCL_DEBUG=WARN for details)"),
+        Spelling(("message",), "RuntimeError: NCCL Error {key}: {message}"),
+        Spelling(("message",), "node0001: Test NCCL failure common.cu:1279 '{message} / '"),
+        Spelling(("message2",), "2024-01-01 12:00:00.000000: E external/xla/xla/service/gpu/nccl_api.cc:244: "
+                                "NCCL operation ncclGroupEnd() failed: {message2}. Last NCCL warning(error) log entry"),
+        Spelling(("enum",), "[rank2]: {enum}: whatever PyTorch explains after it."),
+        Spelling(("enum",), "terminate called after throwing an instance of 'c10::DistBackendError' what(): {enum}"),
+        Spelling((), "ncclCommInitRank failed: NCCL error {key}"),
+    ], near_misses=[
+        ("node0003:2211:2211 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ib0 (system default)", "applog"),
+        ("ValueError: internal error in tokenizer", "applog"),
+        ("ValueError: invalid argument for --tensor-model-parallel-size", "applog"),
+        ("NCCL error handling is enabled: TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "applog"),
+        ("NCCL error 42 is not a code", "applog"),
+        ("ncclCommInitRank: rank 3 of 8 ready", "applog"),
+        ("NCCL error: timeout waiting for the store", "applog"),
+        ("remote process group created on node0002", "applog"),
     ]),
 ]
 

@@ -23,8 +23,12 @@ Problem = tuple[str, str]  # (diagnostic code, message)
 
 def lookup_fields(entry: Mapping[str, Any]) -> dict[str, str]:
     """An entry's fields usable in emit templates (and carried by its events): all but
-    the emit overrides and the symptom fields."""
-    return {str(f): str(v) for f, v in entry.items() if f not in ENTRY_EMIT_OVERRIDES and f not in ENTRY_SYMPTOM_FIELDS}
+    the emit overrides and the symptom fields (with them, `docs` too: it documents the
+    symptom the entry registers)."""
+    skip = ENTRY_EMIT_OVERRIDES | ENTRY_SYMPTOM_FIELDS
+    if ENTRY_SYMPTOM_FIELDS & entry.keys():
+        skip = skip | {"docs"}
+    return {str(f): str(v) for f, v in entry.items() if f not in skip}
 
 
 def entry_pattern(pattern: str, keys: list[str], key: str, lookup: Mapping[str, str],

@@ -338,7 +338,7 @@ class _Compiler:
                 match_span=m.pattern.content, emit=emit, sources=self.words(d, A.SourceClause),
                 formats=self.words(d, A.FormatClause), requires=self.words(d, A.RequiresClause), tests=(),
                 origin=f"catalog:{cname}", lookup=tuple(sorted(lookup.items())),
-                docs=lookup.get("docs") or self.docs(d), catalog_key=kv))
+                docs=str(plain.get("docs") or "") or self.docs(d), catalog_key=kv))
         self.out.symptoms.extend(symptoms.values())
         tests = self.tests(d.clauses, what, out[0].emit.type if out else None)
         if out and tests:
