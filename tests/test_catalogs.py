@@ -81,6 +81,28 @@ CATALOGS = [
         ("NCCL error: timeout waiting for the store", "applog"),
         ("remote process group created on node0002", "applog"),
     ]),
+    Catalog("EfaError", [
+        Spelling((), "libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> err: 5, message: "
+                     "something failed My EFA addr: fi_addr_efa://[fe80::a]:0:1 Peer host id: i-0002 ({key})"),
+        Spelling((), "[1,13]<stderr>:libfabric:35:1668017255::efa:cq:rxr_cq_write_tx_error():243<warn> "
+                     "rxr_cq_write_tx_error: err: 20, prov_err: whatever it says ({key})"),
+        Spelling((), "libfabric:1:2::efa:ep_ctrl:efa_rdm_ep_post_handshake():10<warn> handshake failed, prov_errno: {key}, "
+                     "retrying"),
+        Spelling(("message",), "libfabric:451707:1708520807::efa:cq:efa_rdm_rxe_handle_error():737<warn> err: 5, message: "
+                               "{message} My EFA addr: fi_addr_efa://[fe80::a]:0:1"),
+        Spelling(("message",), "node0002:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7fbb944701b8 completed "
+                               "with error. RC: 103. Error: {key} ({message}). Completed length: 0"),
+        Spelling(("message_old",), "libfabric:1:2::efa:cq:rxr_cq_handle_tx_error():99<warn> err: 5, message: {message_old}"),
+        Spelling(("message_old",), "[1,3]<stdout>:node0002:35:89 [5] ofi_process_cq:1039 NCCL WARN NET/OFI Request 0x7f "
+                                   "completed with error. RC: 21. Error: {key} ({message_old}). Completed length: 0"),
+    ], near_misses=[
+        ("libfabric:12:1700000000::cxi:cq:cxip_cq_eq_progress():531<warn> err: 5, message: something (7)", "applog"),
+        ("[rank3]: NET/OFI Request 0x7f14cc5b60c0 completed with error. RC: 113. Error: 2 (UNDELIVERABLE). "
+         "Completed length: 0", "applog"),
+        ("node0002:35:89 [5] NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)", "applog"),
+        ("RuntimeError: message: Out of memory", "applog"),
+        ("libfabric:1:2::efa:core:efa_device_init():80<info> 4 EFA devices (4096 MiB)", "applog"),
+    ]),
 ]
 
 
