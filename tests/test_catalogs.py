@@ -103,6 +103,36 @@ CATALOGS = [
         ("RuntimeError: message: Out of memory", "applog"),
         ("libfabric:1:2::efa:core:efa_device_init():80<info> 4 EFA devices (4096 MiB)", "applog"),
     ]),
+    Catalog("IbvWcStatus", [
+        Spelling(("name",), "[node0002:01234] pml_ucx.c:419 Error: completion with {name} on the send queue"),
+        Spelling(("name",), "gloo/transport/ibverbs/pair.cc:470] {name}"),
+        Spelling((), "rdma_poll_completions: wc.status={key} for wr_id 0"),
+        Spelling((), "ibv_poll_cq returned an error completion, wc status: {key}"),
+        Spelling(("message",), "rdma_poll_completions get FAILURE: status \"{message}\" ({key}) for wr_id 0"),
+        Spelling(("message",), "Failed status {message} ({key}) for wr_id 2"),
+        Spelling(("message",), "E1205 03:10:40.123 client.cpp:88] RDMA completion failed: {message}"),
+    ], near_misses=[
+        ("node0003:2211:2290 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<51161> "
+         "with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_RECV(128)", "applog"),
+        ("wc.status=0 ok", "applog"),
+        ("the fatal error handler is installed", "applog"),
+        ("IBV_WC_SUCCESS", "applog"),
+        ("raise a general error for bad input", "applog"),
+    ]),
+    Catalog("Mlx5Syndrome", [
+        Spelling((), "[1700000000.123456] [node0001:1234:0]   ib_mlx5_log.c:179  UCX  ERROR   something on mlx5_0:1/IB "
+                     "(synd {key} vend 0x81 hw_synd 0/0)"),
+        Spelling(("message",), "[1700000000.123456] [node0001:1234:0]   ib_mlx5_log.c:179  UCX  ERROR   {message} on "
+                               "mlx5_0:1/IB (synd 0x0 vend 0x81 hw_synd 0/0)"),
+        Spelling(("message",), "[1700000000.1] [node0001:1234:0]   ib_mlx5_log.c:186  UCX  ERROR Error on QP 0x1a2b wqe[17]: "
+                               "{message} (synd 0x0 vend 0x0) opcode SEND"),
+        Spelling(("message_old",), "[1583000000.1] [node0001:99:0]   ib_mlx5_log.c:139  UCX  ERROR   {message_old} on "
+                                   "mlx5_1:1/RoCE (synd 0x0 vend 0x0 hw_synd 0/0)"),
+    ], near_misses=[
+        ("[1700000000.123456] [node0001:1234:0]   ib_iface.c:900  UCX  ERROR   mlx5_0: port 1 is down", "applog"),
+        ("UCX  WARN  Local length of the buffer is 0", "applog"),
+        ("synd 0x15 is the retry syndrome", "applog"),
+    ]),
 ]
 
 
