@@ -133,6 +133,26 @@ CATALOGS = [
         ("UCX  WARN  Local length of the buffer is 0", "applog"),
         ("synd 0x15 is the retry syndrome", "applog"),
     ]),
+    Catalog("LsfTermReason", [
+        Spelling((), "{key}: job killed after reaching the limit it names."),
+        Spelling((), "Fri Jun  6 03:10:40 2026: Exited with exit code 143. The CPU time used is 12.3 seconds; {key}"),
+        Spelling((), "Job <4711> exited, reason {key}", "scheduler"),
+    ], near_misses=[
+        ("export TERM_PROGRAM=xterm", "applog"),
+        ("TERM=xterm-256color", "applog"),
+        ("TERM_UNKNOWN", "applog"),
+    ]),
+    Catalog("BatchResourceLimit", [
+        Spelling((), "=>> PBS: job killed: {key} 259217 exceeded limit 259200"),
+        Spelling((), "PBS: job killed: {key} job total 1073741824 kb exceeded limit 1048576 kb"),
+        Spelling((), "job 3132467 exceeded {key} usage hard limit (2528 > 1126)"),
+        Spelling((), "MOAB_INFO:  job exceeded {key} limit"),
+        Spelling((), "Job exceeded its {key} limit. Job was aborted"),
+    ], near_misses=[
+        ("the loss exceeded its limit", "applog"),
+        ("=>> PBS: job killed: ssh 1 exceeded limit 0", "applog"),
+        ("job exceeded expectations on walltime", "applog"),
+    ]),
 ]
 
 
