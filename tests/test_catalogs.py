@@ -153,6 +153,26 @@ CATALOGS = [
         ("=>> PBS: job killed: ssh 1 exceeded limit 0", "applog"),
         ("job exceeded expectations on walltime", "applog"),
     ]),
+    Catalog("C10dSocketErrno", [
+        Spelling((), "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 (errno: {key} - "
+                     "whatever the C library says)."),
+        Spelling((), "trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect to "
+                     "[::ffff:10.0.0.5]:40323 (errno: {key} - whatever)."),
+        Spelling(("name",), "RuntimeError: The server socket has failed to listen on any local network address. port: 29500, "
+                            "useIpv6: 0, code: -{key}, name: {name}, message: {message}"),
+        Spelling(("name",), "[rank3]:[W1205 03:10:40.123 socket.cpp:752] [c10d] The client socket has failed to connect to "
+                            "any network address of (node0001, 29500): code: -{key}, name: {name}"),
+        Spelling(("message",), "[W socket.cpp:401] [c10d] The server socket has failed to bind to 0.0.0.0:29500 "
+                               "(errno: 0 - {message})."),
+        Spelling(("bare",), "RuntimeError: {bare}"),
+        Spelling(("bare",), "[rank0]: RuntimeError: {bare}"),
+    ], near_misses=[
+        ("OSError: [Errno 98] Address already in use by the profiler", "applog"),
+        ("PermissionError: [Errno 13] Permission denied: '/data/ckpt'", "applog"),
+        ("RuntimeError: Permission denied", "applog"),
+        ("RuntimeError: Connection refused", "applog"),
+        ("[I socket.cpp:600] [c10d] The client socket has connected to [node0001]:29500 on [node0002]:41234.", "applog"),
+    ]),
 ]
 
 
