@@ -173,6 +173,18 @@ CATALOGS = [
         ("RuntimeError: Connection refused", "applog"),
         ("[I socket.cpp:600] [c10d] The client socket has connected to [node0001]:29500 on [node0002]:41234.", "applog"),
     ]),
+    Catalog("UcxStatus", [
+        Spelling((), "ucp._libs.exceptions.UCXError: <stream_recv>: {key}"),
+        Spelling((), "distributed.comm.ucx - status {status} ({key})"),
+        Spelling(("message",), "[1700000000.1] [node0001:1234:0]  ucp_ep.c:1500 UCX  ERROR ucp_ep_create() failed: {message}"),
+        Spelling(("message",), "[node0002:01234] pml_ucx.c:419 Error: ucp_ep_create(proc=3) failed: {message}"),
+        Spelling(("message",), "[1700000000.1] [node0001:1234:0]  wireup.c:1100 UCX  ERROR   ep 0x7f12: {message}"),
+    ], near_misses=[
+        ("the job ran out of memory", "applog"),
+        ("RuntimeError: Out of memory", "applog"),
+        ("UCS_ERR_NO_MESSAGE", "applog"),
+        ("[1700000000.1] [node0001:1234:0]  parser.c:1000 UCX  WARN  unused env variable: UCX_FOO", "applog"),
+    ]),
 ]
 
 
