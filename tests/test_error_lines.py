@@ -243,3 +243,23 @@ def test_a_fallback_must_read_its_line_alone():
 
     with pytest.raises(ValueError, match="max_lines=0"):
         accumulator_def(name="X", author="t", trigger_re="x", max_lines=3, fallback=True)
+
+
+def test_the_vocabulary_compiles_its_patterns_on_first_use_and_every_one_compiles():
+    """Building the vocabulary (at every start, when the fallback plugin loads) compiles
+    nothing; a pattern is compiled the first time a line reaches it; and every pattern of
+    the packaged data compiles, with its literal gate (a bad pattern fails here, not in
+    a user's run)."""
+    from importlib import resources
+
+    from rulekit.extract.errorline import Vocabulary
+
+    voc = Vocabulary.from_toml(resources.files("rulekit").joinpath("data/error_lines.toml").read_text("utf-8"))
+    gated = [voc._benign_level, voc._error_level, voc._always, *(p for _, p in voc._cues), *voc._spans,
+             *voc._lines, *(c.pattern for c in voc.components if c.pattern is not None)]
+    assert gated and all(g._pattern is None for g in gated)
+    assert voc.reads_as_error("RuntimeError: something broke") is not None
+    assert voc._always._pattern is not None  # compiled by the first line it looked at
+    for g in gated:
+        assert g.pattern.pattern == g.text
+        g.literals  # noqa: B018 - the literal analysis runs without error

@@ -38,31 +38,53 @@ _RANK = re.compile(r"^\s{0,8}(?:\[(?:rank|default)\d+\]:\s?|\d+: |\[\d+,\d+\]<st
 
 
 class _Gated:
-    """A compiled pattern and the literals one of which every match holds (its first
-    required factor, `rulekit.extract.literals`, lower-cased): the pattern is tried
-    only on a line whose lower-cased text holds one (most lines hold none)."""
+    """A pattern and the literals one of which every match holds (its first required
+    factor, `rulekit.extract.literals`, lower-cased): the pattern is tried only on a line
+    whose lower-cased text holds one (most lines hold none).  Both are compiled on first
+    use: building the vocabulary costs nothing until the fallback meets a line no rule
+    explains (the literal analysis of the whole vocabulary is a few hundred
+    milliseconds, paid otherwise at every start)."""
 
-    __slots__ = ("pattern", "literals")
+    __slots__ = ("text", "flags", "_pattern", "_literals")
 
     def __init__(self, text: str, flags: int = 0):
-        self.pattern = re.compile(text, flags)
+        self.text, self.flags = text, flags
+        self._pattern: re.Pattern[str] | None = None
+        self._literals: re.Pattern[str] | None = None
+
+    def _compile(self) -> re.Pattern[str]:
+        pattern = re.compile(self.text, self.flags)
         try:
-            factors = factors_of(text)
+            factors = factors_of(self.text)
         except Exception:  # noqa: BLE001 - a pattern the analysis cannot read is tried on every line
             factors = None
         lits = sorted(factors[0]) if factors else None
         # the literals as one alternation (searched at C speed on the lower-cased line)
-        self.literals = re.compile("|".join(re.escape(b.decode("utf-8", "replace")) for b in lits)) if lits else None
+        self._literals = re.compile("|".join(re.escape(b.decode("utf-8", "replace")) for b in lits)) if lits else None
+        self._pattern = pattern
+        return pattern
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self._pattern if self._pattern is not None else self._compile()
+
+    @property
+    def literals(self) -> "re.Pattern[str] | None":
+        if self._pattern is None:
+            self._compile()
+        return self._literals
 
     def search(self, text: str, low: str) -> "re.Match[str] | None":
-        if self.literals is not None and self.literals.search(low) is None:
+        pattern = self.pattern
+        if self._literals is not None and self._literals.search(low) is None:
             return None
-        return self.pattern.search(text)
+        return pattern.search(text)
 
     def sub(self, repl: Any, text: str, low: str) -> str:
-        if self.literals is not None and self.literals.search(low) is None:
+        pattern = self.pattern
+        if self._literals is not None and self._literals.search(low) is None:
             return text
-        return self.pattern.sub(repl, text)
+        return pattern.sub(repl, text)
 
 
 @dataclass(frozen=True)
