@@ -27,6 +27,7 @@ PRIMARY_MIN_RANK = 600
 STICKY_CUDA = frozenset({
     "cudaErrorIllegalAddress", "cudaErrorAssert", "cudaErrorIllegalInstruction", "cudaErrorLaunchFailure",
     "cudaErrorECCUncorrectable", "cudaErrorContained", "cudaErrorNvlinkUncorrectable", "cudaErrorUnknown",
+    "cudaErrorHardwareStackError", "cudaErrorInvalidAddressSpace", "cudaErrorInvalidPc", "cudaErrorTensorMemoryLeak",
     "NCCL_UNHANDLED_CUDA_ERROR",
 })
 
