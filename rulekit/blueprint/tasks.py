@@ -24,6 +24,7 @@ from rulekit.blueprint.config import BlueprintConfig, load_config
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.model import Attempt, Window
 from rulekit.blueprint.orchestrator import Attributor, RunReport, attribute_attempt, discover
+from rulekit.inputs.fleet import FleetContext
 
 
 def config_digest(cfg: BlueprintConfig) -> str:
@@ -72,6 +73,8 @@ class AttemptTask:
     attempt: Attempt = field(compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
     service_url: str | None = None
+    fleet: dict[str, Any] | None = field(default=None, compare=False)  # FleetContext's JSON form, built here
+    fleet_note: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -84,27 +87,32 @@ class AttemptTask:
     def run(self, engine: Any, with_trace: bool = False, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
         cfg = config_for(self.configs, self.digest)
         attributor = Attributor(service_url=self.service_url) if self.service_url else Attributor(engine=engine)
-        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes))
+        fleet = FleetContext.from_dict(self.fleet) if self.fleet is not None else None
+        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes), fleet,
+                                   self.fleet_note)
         result["context"]["collector"] = self.context
         return result
 
 
 def tasks_for(cfg: BlueprintConfig, configs: str | Path, report: RunReport, window: Window | None = None,
-              job_id: str | None = None, service_url: str | None = None) -> Iterator[AttemptTask]:
-    """The attempts the context connectors find, as tasks (lazily; context failures go to `report`)."""
+              job_id: str | None = None, service_url: str | None = None, fleet: Any = None) -> Iterator[AttemptTask]:
+    """The attempts the context connectors find, as tasks (lazily; context failures go to `report`).
+    `fleet` (a `FleetMemory`) is read here, as each task is made: workers need no store."""
     where, digest = str(Path(configs).resolve()), config_digest(cfg)
     for ctx, a, notes in discover(cfg, report, window, job_id):
-        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url)
+        fc, note = fleet.context_for(a) if fleet is not None else (None, None)
+        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url,
+                          fc.to_dict() if fc is not None else None, note)
 
 
 def run_tasks(cfg: BlueprintConfig, configs: str | Path, map_fn: Callable[[Iterable[AttemptTask]], Iterable[Any]],
               outputs: Sequence[Output], window: Window | None = None, job_id: str | None = None,
               service_url: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None,
-              on_error: Callable[[str, str], None] | None = None) -> RunReport:
+              on_error: Callable[[str, str], None] | None = None, fleet: Any = None) -> RunReport:
     """Every attempt through `map_fn` (an executor's `map`: tasks in, one outcome with `job`,
     `result` and `error` per distinct task out, as they finish); results are written here."""
     report = RunReport()
-    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url)):
+    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url, fleet)):
         if o.error is not None:
             report.failed.append({"key": o.job.label, "error": o.error})
             if on_error:

@@ -24,6 +24,7 @@ from rulekit.rules.records import dataclass
 from rulekit.config import DEFAULT_EVIDENCE_MAX, DEFAULT_EVIDENCE_PER_KEY, DEFAULT_GROUP_CAP, DEFAULT_REPEAT_CAP
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
+from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.extract.linectx import host_of, rank_line_finder, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
@@ -36,7 +37,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
-from rulekit.engine.blame import assess, blame_nodes, blame_of, resource_blames
+from rulekit.engine.blame import CERTAIN_BLAMES, assess, blame_nodes, blame_of, resource_blames
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
@@ -71,6 +72,7 @@ class FilterContext:
     registry: SymptomRegistry
     rule: str = ""
     selects: tuple = ()  # the rule's declared Selections
+    fleet: FleetContext | None = None  # the fleet's memory of the job's nodes (None: no store)
 
     def selected(self) -> list[Event]:
         """The events the filter declared it reads (`selects=`), in id order."""
@@ -89,6 +91,7 @@ class RefinerContext:
     node: str | None = None
     outcome: OutcomeDecision | None = None
     rule: str = ""
+    fleet: FleetContext | None = None
 
 
 @dataclass
@@ -98,6 +101,7 @@ class CollectorContext:
     registry: SymptomRegistry
     result: dict[str, Any] = field(default_factory=dict)
     rule: str = ""
+    fleet: FleetContext | None = None
 
 
 @dataclass
@@ -138,6 +142,7 @@ class AttributionState:
     job_set: SymptomSet | None = None
     collectors: dict[str, Any] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
+    fleet: FleetContext | None = None  # read-only; rules see it as `context.fleet`
 
     def run_rule(self, name: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -687,7 +692,7 @@ class FilterPhase:
     def apply(self, state: AttributionState) -> None:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects)
+            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.fleet)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -745,13 +750,13 @@ class RefinementPhase:
         scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
             self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
-                                                                reg, node=node, rule=rule.name))
+                                                                reg, node=node, rule=rule.name, fleet=state.fleet))
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
         self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
-                                                            state.engine.registry, rule=rule.name))
+                                                            state.engine.registry, rule=rule.name, fleet=state.fleet))
         self._back_propagate(state, job_set)
 
     def outcome(self, state: AttributionState) -> None:
@@ -765,7 +770,7 @@ class RefinementPhase:
         assert job_set is not None  # set by the outcome step
         self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                            state.engine.registry, outcome=state.decision,
-                                                           rule=rule.name))
+                                                           rule=rule.name, fleet=state.fleet))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:
@@ -823,7 +828,7 @@ class CollectionPhase:
         state.stream.phase = "collect"
         with state.stream.frozen():
             for rule in state.engine.collectors:
-                ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name)
+                ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name, state.fleet)
                 value = state.run_rule(rule.name, lambda: rule.func(ctx))
                 if value is not None:
                     state.collectors[rule.name] = value
@@ -869,7 +874,9 @@ class ReportPhase:
                     "blame": root_blame,
                     "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
                     "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
-        confidence, alternatives = assess(d, remaining, reg)
+        root_suspected = bool(root) and reg.info(d.root_symptom).blame in CERTAIN_BLAMES and bool(root_events) \
+            and all(e.fields.get("certain") is False for e in root_events)
+        confidence, alternatives = assess(d, remaining, reg, root_suspected)
         evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,
                                       state.engine.options.evidence_max)
         result: dict[str, Any] = {

@@ -6,6 +6,10 @@ Ingestion only extracts (append-only).  `attribute()` checkpoints the job's
 events, runs filtering, refinement, collection and reporting, and leaves the
 checkpoint in place; the next `ingest()` (or `attribute()`) restores it first,
 so every attribution sees exactly the events extraction produced.
+
+`fleet` (optional, read-only) is what a store remembers of the job's nodes
+(`rulekit.inputs.fleet.FleetContext`); rules read it as `context.fleet`.
+Without it (the default) a job is judged on its own evidence.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import itertools
 from typing import Any, Callable, Iterable
 
 from rulekit.rules.corpus import RuleEngine
+from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
@@ -36,9 +41,11 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None):
+                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None,
+                 fleet: FleetContext | None = None):
         self.engine = engine
         self.job = job
+        self.fleet = fleet  # the fleet's memory of the job's nodes; None: judged on its own evidence
         self._own_manager = manager is None
         opts = engine.options  # rulekit.config.EngineOptions, given to the engine at the edge
         self.manager = manager or EventManager(engine.rule_names(), buffer_size=opts.buffer_size,
@@ -99,7 +106,7 @@ class Session:
         stream = self.manager.stream(self.context_id)
         stream.trace = trace
         stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
-        state = AttributionState(self.engine, self.job, stream, trace)
+        state = AttributionState(self.engine, self.job, stream, trace, fleet=self.fleet)
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)
