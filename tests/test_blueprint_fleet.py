@@ -42,10 +42,10 @@ def _iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def write_config(folder: Path, history=HISTORY, fleet_toml: str = "") -> Path:
+def write_config(folder: Path, history=HISTORY, fleet_toml: str = "", t0: datetime = T0) -> Path:
     jobs = []
     for job, user, day, nodes, state, seg in history:
-        start = T0 + timedelta(days=day)
+        start = t0 + timedelta(days=day)
         end = start + timedelta(hours=1)
         jobs.append(f'[[job]]\nid = "{job}"\nuser = "{user}"\nstate = "{state}"\nnodes = {json.dumps(nodes)}\n'
                     f'start = {_iso(start)}\nend = {_iso(end)}\n')
