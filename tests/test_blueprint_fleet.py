@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 from rulekit.blueprint.config import load_config
 from rulekit.blueprint.connectors.sqlite import SqliteOutput
@@ -351,3 +354,79 @@ def test_an_escalated_node_is_not_cleared_by_quiet_time():
     rows = [row("n1", f"j{i}", i, f"u{i}", bad=("certain", ["XID-48-GPU_ECC_DBE"]), outcome="hardware",
                 action="reset_gpu") for i in range(3)]
     assert node_history("n1", rows, POL, BASE + 9 * DAY).state == "quarantine"
+
+
+def test_apply_drains_at_most_max_new_and_refuses_odd_names(tmp_path):
+    """Fake `sinfo`/`scontrol` scripts stand for Slurm here (the real one: test_blueprint_slurm)."""
+    from rulekit.blueprint import drains
+
+    log = tmp_path / "scontrol.log"
+    sinfo = tmp_path / "sinfo"
+    sinfo.write_text("#!/bin/sh\n"  # n3 is drained by someone else, n4 unknown to Slurm, the rest idle
+                     'case "$4" in n3) echo "n3|drained|admin: bad PSU";; n4) ;; *) echo "$4|idle|none";; esac\n')
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    for f in (sinfo, scontrol):
+        f.chmod(0o755)
+    props = [{"node": n, "action": "drain", "reason": "3 failure episodes"} for n in
+             ("n1", "n2", "n3", "n4", "n[1-9]", "a b", "x,y")]
+    out = {o.node: o for o in drains.apply(props, str(scontrol), str(sinfo), max_new=1)}
+    assert out["n1"].status == "drained"
+    assert out["n2"].status == "deferred" and "at most 1 new drain" in out["n2"].detail
+    assert out["n3"].status == "left-alone" and "admin: bad PSU" in out["n3"].detail
+    assert out["n4"].status == "failed" and "does not know node 'n4'" in out["n4"].detail
+    assert {out[n].status for n in ("n[1-9]", "a b", "x,y")} == {"refused"}
+    assert log.read_text().splitlines() == ["update nodename=n1 state=drain reason=rulekit: drain: 3 failure episodes"]
+    # shadow mode: the commands only
+    cmds = drains.proposed(props)
+    assert cmds[0]["command"] == "scontrol update nodename=n1 state=drain 'reason=rulekit: drain: 3 failure episodes'"
+    assert cmds[4]["command"] is None and cmds[4]["refused"] == "not a plain host name"
+    assert drains.reason_text("bad\nline\x00 " + "x" * 500).startswith("rulekit: bad line x")
+    assert len(drains.reason_text("x" * 500)) == drains.MAX_REASON
+
+
+def test_service_mode_and_executor_carry_the_fleet_context(fleet_run, tmp_path):
+    """The same history through a running `rulekit serve` (the context in the request body) and
+    through `blueprint run -j 2` (the context built here, sent with each task): d1 is named."""
+    import httpx
+
+    from test_service import _start, _stop
+    from rulekit.cli.app import app
+
+    folder, db, v = fleet_run
+    copy = tmp_path / "copy.db"
+    src = sqlite3.connect(db)
+    dst = sqlite3.connect(copy)
+    src.backup(dst)
+    src.close()
+    dst.close()
+    r = CliRunner().invoke(app, ["blueprint", "run", "--configs", str(folder), "--output", f"sqlite:{copy}", "-j", "2",
+                                 "-q"])
+    assert r.exit_code == 0, r.output
+    con = open_ro(copy)
+    d1 = json.loads(con.execute("SELECT result_json FROM results WHERE job_id = 'd1'").fetchone()[0])["verdict"]
+    con.close()
+    assert d1["bad_nodes"] == v["d1"]["bad_nodes"] and d1["root_cause"]["symptom"] == "NODE_REPEATED_FAILURES"
+
+    proc, url, _ = _start([])
+    try:
+        cfg = load_config(folder)
+        from rulekit.blueprint.model import Window
+
+        attempts = {a.job_id: a for a in cfg.contexts[0].attempts(Window())}
+        ctx, note = FleetMemory(db, cfg.fleet).context_for(attempts["d1"])
+        assert note is None and ctx.record("node-07").state == "quarantine"
+        from rulekit.blueprint.orchestrator import attribute_attempt
+
+        res = attribute_attempt(cfg, Attributor(service_url=url), attempts["d1"], fleet=ctx)
+        assert res["verdict"]["bad_nodes"] == v["d1"]["bad_nodes"]
+        assert res["verdict"]["root_cause"]["evidence"][0]["datum"] == v["d1"]["root_cause"]["evidence"][0]["datum"]
+        # a malformed context is a 422 naming the field, never a 500
+        body = {"job": {"id": "x", "state": "FAILED", "nodes": ["n1"]}, "observations": [],
+                "fleet": {"nodes": {"n1": {"state": "doomed"}}}}
+        bad = httpx.post(f"{url}/v1/attribute", json=body, timeout=30)
+        assert bad.status_code == 422
+        item = bad.json()["detail"][0]
+        assert item["loc"] == ["body", "fleet"] and "fleet.nodes.n1.state: must be one of" in item["msg"]
+    finally:
+        _stop(proc)
