@@ -46,6 +46,22 @@ class FleetMemory:
         return fleet_context(rows, self.policy, as_of, attempt.nodes), None
 
 
+class CachedFleetState:
+    """`read_fleet_state` now, reused for `ttl` seconds (a dashboard page and every
+    Prometheus scrape read it; the fold over a large window takes seconds)."""
+
+    def __init__(self, db: str | Path, policy: FleetPolicy | None = None, ttl: float = 30.0):
+        self.db, self.policy, self.ttl = Path(db), policy or FleetPolicy.defaults(), ttl
+        self._state: FleetState | None = None
+        self._at = 0.0
+
+    def get(self) -> FleetState:
+        now = time.monotonic()
+        if self._state is None or now - self._at > self.ttl:
+            self._state, self._at = read_fleet_state(self.db, self.policy), now
+        return self._state
+
+
 def read_fleet_state(db: str | Path, policy: FleetPolicy | None = None, as_of: float | None = None) -> FleetState:
     """Every node's state in the store as of `as_of` (default: now); StoreError when the
     store cannot be read."""

@@ -10,7 +10,8 @@
     rulekit_fleet_circuit_breaker_tripped          1 when the breaker holds every proposal back
 
 Read from the store at each scrape (a custom collector: the counters are the
-store's counts, which only grow as results are written).  A node label only on
+store's counts, which only grow as results are written); the node states are
+folded at most every 30 s (`CachedFleetState`).  A node label only on
 the per-node state gauge; never a job id.  The store is opened read-only per
 scrape; a store that cannot be read gives no samples, and the scrape says so
 in `rulekit_store_up`.
@@ -18,14 +19,13 @@ in `rulekit_store_up`.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from rulekit.blueprint.fleet_memory import read_fleet_state
+from rulekit.blueprint.fleet_memory import CachedFleetState
 from rulekit.blueprint.fleet_policy import FleetPolicy
 from rulekit.blueprint.store import StoreError, attempt_outcomes, attribution_seconds, open_ro, rule_fires
 
@@ -35,8 +35,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class StoreCollector:
-    def __init__(self, db: str | Path, policy: FleetPolicy | None = None):
+    def __init__(self, db: str | Path, policy: FleetPolicy | None = None, states: CachedFleetState | None = None):
         self.db, self.policy = Path(db), policy or FleetPolicy.defaults()
+        self.states = states or CachedFleetState(self.db, self.policy)
 
     def describe(self) -> list[Metric]:
         return []  # samples depend on the store: described at collection
@@ -49,7 +50,7 @@ class StoreCollector:
                 outcomes, fires, secs = attempt_outcomes(con), rule_fires(con), attribution_seconds(con)
             finally:
                 con.close()
-            state = read_fleet_state(self.db, self.policy, time.time())
+            state = self.states.get()
         except (StoreError, sqlite3.Error):
             up.add_metric([], 0)
             yield up
@@ -93,9 +94,10 @@ class StoreCollector:
                                 value=1 if state.tripped else 0)
 
 
-def store_registry(db: str | Path, policy: FleetPolicy | None = None) -> CollectorRegistry:
+def store_registry(db: str | Path, policy: FleetPolicy | None = None,
+                   states: CachedFleetState | None = None) -> CollectorRegistry:
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(StoreCollector(db, policy))
+    reg.register(StoreCollector(db, policy, states))
     return reg
 
 

@@ -67,8 +67,8 @@ class FleetPolicy:
         return symptom
 
     def is_ambiguous(self, symptom: str | None) -> bool:
-        return bool(symptom) and any(symptom == a or (a.endswith(("-", "_")) and symptom.startswith(a))  # type: ignore[union-attr]
-                                     for a in self.ambiguous)
+        exact, prefixes = _matcher(self.ambiguous)
+        return bool(symptom) and (symptom in exact or symptom.startswith(prefixes))  # type: ignore[union-attr]
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -78,6 +78,12 @@ class FleetPolicy:
 
 
 KEYS = {f.name for f in fields(FleetPolicy)}
+
+
+@lru_cache(maxsize=64)
+def _matcher(names: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(exact names, prefixes): an entry ending in `-` or `_` is a prefix."""
+    return frozenset(n for n in names if not n.endswith(("-", "_"))), tuple(n for n in names if n.endswith(("-", "_")))
 
 
 @lru_cache(maxsize=1)

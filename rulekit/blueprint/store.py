@@ -51,6 +51,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE results ADD COLUMN user TEXT;
     ALTER TABLE results ADD COLUMN attribution_seconds REAL;
     CREATE INDEX results_job ON results(job_id);
+    CREATE INDEX results_fleet_time ON results(end_ts, key, job_id, user, start_ts, outcome, evidence_complete);
+    CREATE INDEX results_fleet_key ON results(key, end_ts, job_id, user, start_ts, outcome, evidence_complete);
     """,
 ]
 VERSION = len(MIGRATIONS)
@@ -298,14 +300,16 @@ def node_attempts(con: sqlite3.Connection, since: float | None = None, until: fl
            "n.symptoms, n.blame, n.action, n.confidence FROM result_nodes n JOIN results r ON r.key = n.key "
            "WHERE " + " AND ".join(where) + " ORDER BY r.end_ts, r.key, n.node")
     out: dict[tuple[str, str], NodeAttempt] = {}
-    for row in con.execute(sql, args):
+    cur = con.cursor()
+    cur.row_factory = None  # plain tuples: this reads every (attempt, node) of a window
+    for row in cur.execute(sql, args):
         node, key = row[0], row[1]
         a = out.get((key, node))
         if a is None:
             a = out[(key, node)] = NodeAttempt(node, key, row[2], row[3], row[4], row[5], row[6] or "error",
                                                bool(row[7]), {})
         try:
-            syms = json.loads(row[9] or "[]")
+            syms = json.loads(row[9]) if row[9] and row[9] != "[]" else []
         except json.JSONDecodeError:
             syms = []
         a.roles[row[8]] = {"symptoms": [s for s in syms if isinstance(s, str)], "blame": row[10], "action": row[11],

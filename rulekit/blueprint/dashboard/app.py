@@ -26,7 +26,7 @@ from starlette.routing import Route
 from rulekit.blueprint import drains
 from rulekit.blueprint.dashboard import pages
 from rulekit.blueprint.dashboard.fleet_states import states_section
-from rulekit.blueprint.fleet_memory import read_fleet_state
+from rulekit.blueprint.fleet_memory import CachedFleetState
 from rulekit.blueprint.fleet_metrics import CONTENT_TYPE, exposition, store_registry
 from rulekit.blueprint.fleet_policy import FleetPolicy
 from rulekit.blueprint.model import parse_time
@@ -64,10 +64,11 @@ def _kind(k: str | None) -> str:
 def create_app(db: str | Path, policy: FleetPolicy | None = None) -> Starlette:
     db = Path(db)
     policy = policy or FleetPolicy.defaults()
-    registry = store_registry(db, policy)
+    states = CachedFleetState(db, policy)
+    registry = store_registry(db, policy, states)
 
     def states_doc() -> dict[str, Any]:
-        st = read_fleet_state(db, policy)
+        st = states.get()
         doc = st.to_dict()
         doc["proposals"] = drains.proposed(st.proposals)
         return doc
