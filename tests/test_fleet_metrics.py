@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -22,15 +21,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_blueprint_fleet import HISTORY, run_store, write_config  # noqa: E402
+from test_blueprint_prometheus import _port  # noqa: E402
 from test_service import PAYLOAD, _start, _stop  # noqa: E402
-
-
-def _port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 class Prometheus:

@@ -153,15 +153,9 @@ def dashboard(
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
-    policy = None
-    if configs is not None:
-        from rulekit.blueprint.config import load_config
+    from rulekit.cli._common import fleet_policy_or_exit
 
-        try:
-            policy = load_config(configs, need_context=False).fleet
-        except RulekitError as e:
-            print_diagnostics(e.diagnostics, {}, err=True)
-            raise typer.Exit(ExitStatus.USAGE)
+    policy = fleet_policy_or_exit(configs)
     import uvicorn
 
     typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)

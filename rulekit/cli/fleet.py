@@ -37,23 +37,12 @@ def fleet(
     """Node states (healthy, suspect, quarantine, cleared) with reasons, and proposed Slurm drains."""
     from rulekit.blueprint import drains
     from rulekit.blueprint.fleet_memory import read_fleet_state
-    from rulekit.blueprint.fleet_policy import FleetPolicy
     from rulekit.blueprint.model import parse_time
     from rulekit.blueprint.store import StoreError
-    from rulekit.cli._common import check_format
+    from rulekit.cli._common import check_format, fleet_policy_or_exit
 
     check_format(fmt, ("text", "json"))
-    policy = FleetPolicy.defaults()
-    if configs is not None:
-        from rulekit.blueprint.config import load_config
-        from rulekit.cli.render import print_diagnostics
-        from rulekit.diagnostics import RulekitError
-
-        try:
-            policy = load_config(configs, need_context=False).fleet
-        except RulekitError as e:
-            print_diagnostics(e.diagnostics, {}, err=True)
-            raise typer.Exit(ExitStatus.USAGE)
+    policy = fleet_policy_or_exit(configs)
     try:
         when = parse_time(as_of).timestamp() if as_of else None
     except ValueError as e:
