@@ -65,17 +65,20 @@ def stall_blueprint(root: Path, lines: dict[str, str]) -> Path:
 def stored(db: Path) -> dict[str, list]:
     """Every table's rows, with the times that differ from run to run taken out."""
     con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
     out = {}
     for t in TABLES:
         rows = []
         for row in con.execute(f"SELECT * FROM {t}"):
-            row = list(row)
+            row = dict(row)
             if t == "results":
-                r = json.loads(row[-1])
+                r = json.loads(row.pop("result_json"))
                 r.pop("attributed_at")
                 for c in r["coverage"]["collectors"]:
                     c.pop("seconds")
-                row = row[:13] + [r]  # attributed_at (column 14) is this run's clock
+                for clock in ("attributed_at", "attribution_seconds"):  # this run's clock
+                    row.pop(clock)
+                row["result"] = r
             rows.append(row)
         out[t] = sorted(rows, key=repr)
     con.close()

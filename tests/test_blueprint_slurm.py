@@ -1,6 +1,7 @@
 """The Slurm connector against a real one-node Slurm (slurmctld, slurmd, slurmdbd
 with MariaDB, munge; Debian packages): jobs that complete, fail, time out, get
-cancelled, an array and a requeued job, read back through `sacct`.  Plus the
+cancelled, an array and a requeued job, read back through `sacct`; a proposed drain
+applied through `scontrol` (and a node drained by someone else left alone).  Plus the
 pure parts: hostlist expansion and the 23.02+ JSON shape."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,62 @@ def test_real_slurm_through_the_blueprint(slurm, tmp_path, bundled):
     r = json.loads(p.stdout.splitlines()[0])
     assert r["context"]["source"] == "slurm" and r["context"]["state"] == "TIMEOUT"
     assert r["verdict"]["outcome"] == "timeout" and r["verdict"]["root_cause"]["symptom"] == "SLURM_TIMEOUT"
+
+
+def _xid79_result(host: str, job: str, end: float, user: str) -> dict:
+    iso = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")  # noqa: E731
+    return {"key": f"{job}#0", "job_id": job, "attempt": 0,
+            "context": {"nodes": [host], "start": iso(end - 3600), "end": iso(end), "user": user, "state": "FAILED"},
+            "verdict": {"outcome": "hardware", "sub_domain": "gpu", "confidence": "high",
+                        "root_cause": {"symptom": "XID-79-FALLEN_OFF_THE_BUS", "node": host},
+                        "bad_nodes": [{"node": host, "symptoms": ["XID-79-FALLEN_OFF_THE_BUS"], "blame": "node",
+                                       "action": "reboot", "confidence": "certain"}], "evidence": []},
+            "coverage": {"complete": True, "collectors": []}, "attributed_at": iso(end)}
+
+
+def test_proposed_drain_applied_to_the_real_slurm(slurm, tmp_path):
+    """`rulekit fleet --apply`: a node someone else drained is left alone; a node in service is
+    drained with a `rulekit:` reason; applying again changes nothing; nothing is ever resumed."""
+    from typer.testing import CliRunner
+
+    from rulekit.blueprint.drains import node_state
+    from rulekit.blueprint.store import open_db, upsert
+    from rulekit.cli.app import app
+
+    c, _ = slurm
+    host = c.host
+    db = tmp_path / "fleet.db"
+    con = open_db(db)
+    now = time.time()
+    for i, user in enumerate(("alice", "bob", "carol")):  # the same Xid in three episodes, after two reboots
+        upsert(con, _xid79_result(host, f"x{i}", now - (3 - i) * 7200, user))
+    con.close()
+    scontrol = lambda *a: subprocess.run(["scontrol", *a], capture_output=True, text=True, timeout=30)  # noqa: E731
+
+    def fleet_apply() -> dict:
+        r = CliRunner().invoke(app, ["fleet", "--db", str(db), "--apply", "--format", "json"])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.output)
+
+    try:
+        assert scontrol("update", f"nodename={host}", "state=drain", "reason=admin: replacing a fan").returncode == 0
+        doc = fleet_apply()
+        assert doc["proposals"][0]["node"] == host and doc["proposals"][0]["action"] == "drain_and_rma"
+        assert doc["applied"][0]["status"] == "left-alone"
+        state, reason = node_state(host)
+        assert "drain" in state and reason.startswith("admin: replacing a fan")
+
+        assert scontrol("update", f"nodename={host}", "state=resume").returncode == 0
+        state, _ = node_state(host)
+        assert "drain" not in state
+        doc = fleet_apply()
+        assert doc["applied"][0]["status"] == "drained"
+        state, reason = node_state(host)
+        assert "drain" in state and reason.startswith("rulekit: drain_and_rma: gpu-fatal blamed in 3 episodes")
+
+        doc = fleet_apply()
+        assert doc["applied"][0]["status"] == "already-ours"  # not drained twice, not resumed
+        state, reason = node_state(host)
+        assert "drain" in state and reason.startswith("rulekit:")
+    finally:
+        scontrol("update", f"nodename={host}", "state=resume")

@@ -16,14 +16,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HELP_ORDER = ["attribute", "serve", "check", "explain", "test", "lint", "fmt", "convert", "lsp", "schema", "diff",
-              "dashboard", "blueprint"]
+              "dashboard", "fleet", "blueprint"]
 
 # modules a started `rulekit attribute` must not import: the other commands, their groups,
 # rich's console and text (text off a terminal goes through PlainConsole and plainmarkup), pydantic
 NOT_IMPORTED = ["rich.console", "rich.markup", "rich.text", "rulekit_lsp", "pygls", "lark", "fastapi", "uvicorn", "dask", "distributed",
                 "tomlkit", "rulekit.analysis", "rulekit.service", "rulekit.blueprint", "rulekit.rules.dsl.parser",
                 "rulekit.cli.serve", "rulekit.cli.lint", "rulekit.cli.lsp", "rulekit.cli.test", "rulekit.cli.diff",
-                "rulekit.cli.blueprint", "rulekit.cli.fmt", "rulekit.cli.convert", "rulekit.cli.explain",
+                "rulekit.cli.blueprint", "rulekit.cli.fleet", "rulekit.cli.fmt", "rulekit.cli.convert", "rulekit.cli.explain",
                 "rulekit.executors.dask", "rulekit.executors.local", "xml.sax",
                 "pydantic", "pydantic_core", "rulekit.inputs.jobrecord_model", "rulekit.inputs.metrics_model",
                 "rulekit.rules.toml_frontend"]  # TOML parsing: a cache miss, an error in job.toml

@@ -49,10 +49,12 @@ def _examples(engine) -> Iterator[tuple[str, dict]]:
 def _run_case(engine, case) -> dict:
     from rulekit.analysis.testing import job_from_mapping
     from rulekit.engine.session import Session
+    from rulekit.inputs.fleet import FleetContext
     from rulekit.inputs.observation import Observation
 
     job = job_from_mapping(case.job)
-    with Session(engine, job) as s:
+    fleet = FleetContext.from_dict(dict(case.fleet)) if getattr(case, "fleet", None) is not None else None
+    with Session(engine, job, fleet=fleet) as s:
         for o in case.observations:
             s.ingest(Observation(source=o.source, format=o.format, node=o.node, lines=list(o.lines),
                                  label=f"{case.name}:{o.source}"))

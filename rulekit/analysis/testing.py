@@ -15,6 +15,7 @@ from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.corpus import RuleEngine
 from rulekit.engine.jobrun import attribute_dir
+from rulekit.inputs.fleet import FleetContext, FleetContextError
 from rulekit.inputs.jobdir import read_job_dir
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.rules.model import (AccumulatorRule, ExtractorRule, JobTestCase, LineTest, MetricRule, MetricTest,
@@ -254,7 +255,11 @@ def run_job_test(engine: RuleEngine, case: JobTestCase) -> TestResult:
         job = job_from_mapping(case.job)
     except (RulekitError, JobRecordError, TypeError, ValueError) as e:
         return TestResult("job", case.name, False, case.span, error=f"invalid job in test case: {e}")
-    with Session(engine, job) as s:
+    try:
+        fleet = FleetContext.from_dict(dict(case.fleet), "fleet") if case.fleet is not None else None
+    except FleetContextError as e:
+        return TestResult("job", case.name, False, case.span, error=f"invalid fleet in test case: {e}")
+    with Session(engine, job, fleet=fleet) as s:
         for o in case.observations:
             s.ingest(Observation(source=o.source, format=o.format, node=o.node, lines=list(o.lines),
                                  label=f"{case.name}:{o.source}"))

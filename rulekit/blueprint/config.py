@@ -5,6 +5,8 @@ Files (read in name order, merged):
     [[context]]  type = "static" | "slurm" | "kueue" | "pkg.module:Class", ...
     [[logs]]     type = "local" | "loki" | "kubernetes" | "pkg.module:Class", ...
     [[metrics]]  type = "prometheus" | "pkg.module:Class", ...
+    [fleet]      the fleet policy (`rulekit.blueprint.fleet_policy`; defaults in
+                 rulekit/data/fleet_policy.toml); a later file's keys override an earlier's
 Every problem is a Diagnostic with file:line:col (RK601 syntax, RK602 schema,
 RK603 a file the config names); all are collected, never only the first.
 Connectors validate their own tables through a `Section`.  Builds connector
@@ -24,7 +26,7 @@ from rulekit.diagnostics import Diagnostic, RulekitError, Span
 from rulekit.rules.toml_frontend import Locator, Region, toml_error_span
 
 KINDS = ("context", "logs", "metrics")
-TOP_KEYS = {"blueprint", *KINDS}
+TOP_KEYS = {"blueprint", "fleet", *KINDS}
 BLUEPRINT_KEYS = {"rules", "name"}
 _TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "table"}
 
@@ -146,6 +148,7 @@ class BlueprintConfig:
     contexts: list[Any] = field(default_factory=list)
     logs: list[Any] = field(default_factory=list)
     metrics: list[Any] = field(default_factory=list)
+    fleet: Any = None  # FleetPolicy (the defaults when no file has a [fleet] section)
 
 
 def _resolve_type(type_name: str, kind: str, sec: Section) -> Any:
@@ -167,8 +170,9 @@ def _resolve_type(type_name: str, kind: str, sec: Section) -> Any:
         return None
 
 
-def load_config(folder: str | Path) -> BlueprintConfig:
-    """Read and validate every `*.toml` in `folder` (or one file); raises RulekitError with all problems."""
+def load_config(folder: str | Path, need_context: bool = True) -> BlueprintConfig:
+    """Read and validate every `*.toml` in `folder` (or one file); raises RulekitError with all problems.
+    `need_context=False`: a config without `[[context]]` is fine (reading only its `[fleet]` policy)."""
     root = Path(folder)
     if root.is_file():
         files = [root]
@@ -178,11 +182,13 @@ def load_config(folder: str | Path) -> BlueprintConfig:
         raise RulekitError(Diagnostic("RK603", f"config folder `{root}` does not exist", Span(str(root), 1, 1)))
     if not files:
         raise RulekitError(Diagnostic("RK603", f"`{root}` holds no *.toml config file", Span(str(root), 1, 1)))
-    cfg = BlueprintConfig(files=files)
+    from rulekit.blueprint.fleet_policy import FleetPolicy
+
+    cfg = BlueprintConfig(files=files, fleet=FleetPolicy.defaults())
     diags: list[Diagnostic] = []
     for path in files:
         _load_file(path, cfg, diags)
-    if not diags and not cfg.contexts:
+    if not diags and not cfg.contexts and need_context:
         diags.append(Diagnostic("RK602", "no `[[context]]` connector is configured: nothing says which jobs to attribute",
                                 Span(str(files[0]), 1, 1)))
     if diags:
@@ -215,6 +221,16 @@ def _load_file(path: Path, cfg: BlueprintConfig, diags: list[Diagnostic]) -> Non
             cfg.rules.append(p)
         sec.get("name", str)
         sec.check_unknown(BLUEPRINT_KEYS)
+    fl = data.get("fleet")
+    if fl is not None:
+        from rulekit.blueprint.fleet_policy import FleetPolicy
+
+        regs = loc.tables("fleet")
+        if not isinstance(fl, dict):
+            top.error("`fleet` must be a table: write `[fleet]`", "fleet")
+        else:
+            cfg.fleet = FleetPolicy.from_section(Section(fl, regs[0] if regs else None, loc, path, diags, "[fleet]"),
+                                                 cfg.fleet)
     for kind in KINDS:
         items = data.get(kind)
         if items is None:

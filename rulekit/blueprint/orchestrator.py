@@ -5,7 +5,9 @@ For each attempt the execution-context connectors establish (deduplicated by
 is recorded in the coverage and the rest goes on.  Attribution runs embedded
 (a `Session` per attempt) or through a running Service (`POST /v1/attribute`).
 The verdict is enriched with the attempt, the coverage and whether the
-evidence was complete, and handed to every output.  Prints nothing.
+evidence was complete, and handed to every output.  With a fleet memory (the
+store the results go to), each attempt is attributed with the `FleetContext`
+of its nodes as of its end (`rulekit.blueprint.fleet_memory`).  Prints nothing.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.metrics_shape import series_dict
 from rulekit.blueprint.model import Attempt, ConnectorError, Coverage, Window, iso
 from rulekit.engine.session import Session
+from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.observation import Observation
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 
@@ -135,25 +138,30 @@ class Attributor:
     def mode(self) -> dict[str, Any]:
         return {"mode": "service", "url": self.service_url} if self.service_url else {"mode": "embedded"}
 
-    def attribute(self, attempt: Attempt, observations: list[Observation], metrics: list[Any]) -> dict[str, Any]:
+    def attribute(self, attempt: Attempt, observations: list[Observation], metrics: list[Any],
+                  fleet: FleetContext | None = None) -> dict[str, Any]:
         if self.service_url:
-            return self._post(attempt, observations, metrics)
+            return self._post(attempt, observations, metrics, fleet)
         try:
             job = parse_job_record(attempt.job_record())  # the one job-record schema (job.toml, the Service)
         except JobRecordError as e:
             raise ConnectorError(f"the attempt's job record is invalid: {e}") from None
         # the payload reader keeps no times; the engine dates year-less syslog lines from the start
         job = dataclasses.replace(job, start=attempt.start, end=attempt.end)
-        with Session(self.engine, job) as s:
+        with Session(self.engine, job, fleet=fleet) as s:
             s.ingest_batch(observations)
             ingest_metrics = getattr(s, "ingest_metrics", None)
             if metrics and ingest_metrics is not None:
                 ingest_metrics(metrics)
             return s.attribute()
 
-    def _post(self, attempt: Attempt, observations: list[Observation], metrics: list[Any]) -> dict[str, Any]:
-        body = json.dumps({"job": attempt.job_record(), "observations": [observation_payload(o) for o in observations],
-                           "metrics": [series_dict(m) for m in metrics]}).encode()
+    def _post(self, attempt: Attempt, observations: list[Observation], metrics: list[Any],
+              fleet: FleetContext | None = None) -> dict[str, Any]:
+        payload = {"job": attempt.job_record(), "observations": [observation_payload(o) for o in observations],
+                   "metrics": [series_dict(m) for m in metrics]}
+        if fleet is not None:
+            payload["fleet"] = fleet.to_dict()
+        body = json.dumps(payload).encode()
         url = self.service_url.rstrip("/") + "/v1/attribute"  # type: ignore[union-attr]
         req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
         try:
@@ -170,10 +178,12 @@ class Attributor:
 
 def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Attempt,
                       context_name: str = "context", context_notes: list[str] | None = None,
-                      collect_s: float | None = None) -> dict[str, Any]:
+                      collect_s: float | None = None, fleet: FleetContext | None = None,
+                      fleet_note: str | None = None) -> dict[str, Any]:
     """Collect, attribute and enrich one attempt: the AttributionBlueprintResult.
     `collect_s`: seconds all its connectors together may take (each also has its own
-    deadline); what they gathered by then is attributed and stored."""
+    deadline); what they gathered by then is attributed and stored.  `fleet`: its nodes'
+    records (None: judged on its own evidence; `fleet_note` says why, if it failed)."""
     budget = Deadline(collect_s, "the attempt's collection budget") if collect_s else None
     # the execution context's own evidence (e.g. Kueue conditions) is the first observation
     records = attempt.extra.get("observations") or []
@@ -196,7 +206,7 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
     t0 = time.monotonic()
     verdict: dict[str, Any] | None
     try:
-        verdict = attributor.attribute(attempt, observations, metrics)
+        verdict = attributor.attribute(attempt, observations, metrics, fleet)
     except ConnectorError as e:
         verdict, attr.status, attr.error = None, "failed", str(e)
     attr.seconds = round(time.monotonic() - t0, 3)
@@ -208,6 +218,8 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
     coverage.append(attr)
     failed = [c for c in coverage if c.status in ("failed", "partial")]
     complete = not failed
+    if verdict is not None and fleet_note:
+        verdict.setdefault("notes", []).append({"code": "fleet-unavailable", "message": fleet_note})
     if verdict is not None:
         verdict["evidence_complete"] = complete
         if not complete:
@@ -266,11 +278,14 @@ def discover(cfg: BlueprintConfig, report: RunReport, window: Window | None = No
 
 
 def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output], window: Window | None = None,
-        job_id: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None) -> RunReport:
-    """Every attempt, one after another, in this process."""
+        job_id: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None,
+        fleet: Any = None) -> RunReport:
+    """Every attempt, one after another, in this process (`fleet`: a `FleetMemory`, read
+    before each attempt, so it sees every result written before it)."""
     report = RunReport()
     for ctx, a, notes in discover(cfg, report, window, job_id):
-        result = attribute_attempt(cfg, attributor, a, ctx.name, notes)
+        fc, note = fleet.context_for(a) if fleet is not None else (None, None)
+        result = attribute_attempt(cfg, attributor, a, ctx.name, notes, fleet=fc, fleet_note=note)
         result["context"]["collector"] = ctx.name
         for out in outputs:
             out.write(result)

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rulekit.blueprint.components import components
 
@@ -45,6 +45,14 @@ MIGRATIONS: list[str] = [
         key TEXT NOT NULL REFERENCES results(key) ON DELETE CASCADE, kind TEXT NOT NULL, name TEXT NOT NULL,
         node TEXT, symptom TEXT NOT NULL DEFAULT '', PRIMARY KEY (key, kind, name, symptom));
     CREATE INDEX components_kind ON components(kind, name);
+    """,
+    # v2 -> v3: the fleet's memory: who ran an attempt and how long attributing it took (backfilled)
+    """
+    ALTER TABLE results ADD COLUMN user TEXT;
+    ALTER TABLE results ADD COLUMN attribution_seconds REAL;
+    CREATE INDEX results_job ON results(job_id);
+    CREATE INDEX results_fleet_time ON results(end_ts, key, job_id, user, start_ts, outcome, evidence_complete);
+    CREATE INDEX results_fleet_key ON results(key, end_ts, job_id, user, start_ts, outcome, evidence_complete);
     """,
 ]
 VERSION = len(MIGRATIONS)
@@ -84,6 +92,11 @@ def migrate(con: sqlite3.Connection, upto: int = VERSION) -> int:
             if v == 1:  # backfill components of results written under v1
                 for key, rj in con.execute("SELECT key, result_json FROM results").fetchall():
                     _insert_components(con, key, json.loads(rj))
+            if v == 2:  # backfill the user and the attribution time from the stored results
+                for key, rj in con.execute("SELECT key, result_json FROM results").fetchall():
+                    r = json.loads(rj)
+                    con.execute("UPDATE results SET user = ?, attribution_seconds = ? WHERE key = ?",
+                                (_user(r), _attribution_seconds(r), key))
             con.execute(f"PRAGMA user_version = {v + 1}")
             con.execute("COMMIT")
         except Exception:
@@ -98,6 +111,18 @@ def _insert_components(con: sqlite3.Connection, key: str, result: dict[str, Any]
                     [(key, c.kind, c.name, c.node, c.symptom or "") for c in components(result)])
 
 
+def _user(result: dict[str, Any]) -> str | None:
+    u = (result.get("context") or {}).get("user")
+    return str(u) if u not in (None, "") else None
+
+
+def _attribution_seconds(result: dict[str, Any]) -> float | None:
+    for c in (result.get("coverage") or {}).get("collectors") or []:
+        if c.get("kind") == "attribution" and isinstance(c.get("seconds"), (int, float)):
+            return float(c["seconds"])
+    return None
+
+
 def upsert(con: sqlite3.Connection, result: dict[str, Any]) -> None:
     """Write one result in one transaction; replaces an earlier write of the same attempt."""
     v = result.get("verdict") or {}
@@ -108,18 +133,21 @@ def upsert(con: sqlite3.Connection, result: dict[str, Any]) -> None:
     try:
         con.execute(
             """INSERT INTO results(key, job_id, attempt, state, outcome, sub_domain, confidence, root_symptom, root_node,
-                   start_ts, end_ts, evidence_complete, collector, attributed_at, result_json)
-               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                   start_ts, end_ts, evidence_complete, collector, attributed_at, result_json, user,
+                   attribution_seconds)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                ON CONFLICT(key) DO UPDATE SET job_id=excluded.job_id, attempt=excluded.attempt, state=excluded.state,
                    outcome=excluded.outcome, sub_domain=excluded.sub_domain, confidence=excluded.confidence,
                    root_symptom=excluded.root_symptom, root_node=excluded.root_node, start_ts=excluded.start_ts,
                    end_ts=excluded.end_ts, evidence_complete=excluded.evidence_complete,
                    collector=excluded.collector, attributed_at=excluded.attributed_at,
-                   result_json=excluded.result_json""",
+                   result_json=excluded.result_json, user=excluded.user,
+                   attribution_seconds=excluded.attribution_seconds""",
             (key, result["job_id"], result["attempt"], ctx.get("state"), v.get("outcome") or "error",
              v.get("sub_domain"), v.get("confidence"), rc.get("symptom"), rc.get("node"), _ts(ctx.get("start")),
              _ts(ctx.get("end")) or _ts(result.get("attributed_at")), 1 if result["coverage"]["complete"] else 0,
-             ctx.get("collector"), result.get("attributed_at"), json.dumps(result, default=str)))
+             ctx.get("collector"), result.get("attributed_at"), json.dumps(result, default=str), _user(result),
+             _attribution_seconds(result)))
         for t in ("result_nodes", "evidence", "coverage", "components"):
             con.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
         rows = []
@@ -242,3 +270,70 @@ def fleet_item(con: sqlite3.Connection, kind: str, name: str, since: float | Non
         d["symptoms"] = sorted(s for s in (d["symptoms"] or "").split(",") if s)
         out.append(d)
     return out
+
+
+# ---- the fleet's memory (rulekit.blueprint.fleet) -------------------------------------
+
+class NodeAttempt(NamedTuple):
+    """One attempt as one node saw it: the attempt's facts and the node's rows (by role)."""
+
+    node: str
+    key: str
+    job_id: str
+    user: str | None
+    start: float | None
+    end: float
+    outcome: str
+    complete: bool
+    roles: dict[str, dict[str, Any]]  # role -> {symptoms, blame, action, confidence}
+
+
+def node_attempts(con: sqlite3.Connection, since: float | None = None, until: float | None = None,
+                  nodes: list[str] | None = None, exclude_job: str | None = None) -> list[NodeAttempt]:
+    """Every (attempt, node) ending in [since, until) (`until` exclusive), oldest first;
+    optionally only these nodes, and without one job's attempts."""
+    where, args = ["r.end_ts IS NOT NULL"], []
+    if since is not None:
+        where.append("r.end_ts >= ?"); args.append(since)
+    if until is not None:
+        where.append("r.end_ts < ?"); args.append(until)
+    if exclude_job is not None:
+        where.append("r.job_id != ?"); args.append(exclude_job)
+    if nodes is not None:
+        if not nodes:
+            return []
+        where.append(f"n.node IN ({','.join('?' * len(nodes))})"); args.extend(nodes)
+    sql = ("SELECT n.node, r.key, r.job_id, r.user, r.start_ts, r.end_ts, r.outcome, r.evidence_complete, n.role, "
+           "n.symptoms, n.blame, n.action, n.confidence FROM result_nodes n JOIN results r ON r.key = n.key "
+           "WHERE " + " AND ".join(where) + " ORDER BY r.end_ts, r.key, n.node")
+    out: dict[tuple[str, str], NodeAttempt] = {}
+    cur = con.cursor()
+    cur.row_factory = None  # plain tuples: this reads every (attempt, node) of a window
+    for row in cur.execute(sql, args):
+        node, key = row[0], row[1]
+        a = out.get((key, node))
+        if a is None:
+            a = out[(key, node)] = NodeAttempt(node, key, row[2], row[3], row[4], row[5], row[6] or "error",
+                                               bool(row[7]), {})
+        try:
+            syms = json.loads(row[9]) if row[9] and row[9] != "[]" else []
+        except json.JSONDecodeError:
+            syms = []
+        a.roles[row[8]] = {"symptoms": [s for s in syms if isinstance(s, str)], "blame": row[10], "action": row[11],
+                           "confidence": row[12]}
+    return list(out.values())
+
+
+def attempt_outcomes(con: sqlite3.Connection) -> dict[str, int]:
+    """outcome -> attempts stored."""
+    return {r[0]: r[1] for r in con.execute("SELECT outcome, count(*) FROM results GROUP BY outcome")}
+
+
+def rule_fires(con: sqlite3.Connection) -> dict[str, int]:
+    """rule -> attempts whose evidence names it."""
+    return {r[0]: r[1] for r in con.execute(
+        "SELECT rule, count(DISTINCT key) FROM evidence WHERE rule IS NOT NULL GROUP BY rule")}
+
+
+def attribution_seconds(con: sqlite3.Connection) -> list[float]:
+    return [r[0] for r in con.execute("SELECT attribution_seconds FROM results WHERE attribution_seconds IS NOT NULL")]

@@ -25,6 +25,7 @@ from rulekit.blueprint.limits import ATTEMPT_SHARE
 from rulekit.blueprint.connectors.base import Output
 from rulekit.blueprint.model import Attempt, Window
 from rulekit.blueprint.orchestrator import Attributor, RunReport, attribute_attempt, discover
+from rulekit.inputs.fleet import FleetContext
 
 
 def config_digest(cfg: BlueprintConfig) -> str:
@@ -74,6 +75,8 @@ class AttemptTask:
     notes: tuple[str, ...] = field(default=(), compare=False)
     service_url: str | None = None
     budget_s: float | None = field(default=None, compare=False)  # the task's time limit (`--timeout`), if any
+    fleet: dict[str, Any] | None = field(default=None, compare=False)  # FleetContext's JSON form, built here
+    fleet_note: str | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -89,28 +92,34 @@ class AttemptTask:
         # collection gets its share of the task's time limit, so a stalled connector is
         # recorded and the attempt still attributed and stored before the limit ends the task
         collect_s = self.budget_s * ATTEMPT_SHARE if self.budget_s else None
-        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes), collect_s=collect_s)
+        fleet = FleetContext.from_dict(self.fleet) if self.fleet is not None else None
+        result = attribute_attempt(cfg, attributor, self.attempt, self.context, list(self.notes), collect_s=collect_s,
+                                   fleet=fleet, fleet_note=self.fleet_note)
         result["context"]["collector"] = self.context
         return result
 
 
 def tasks_for(cfg: BlueprintConfig, configs: str | Path, report: RunReport, window: Window | None = None,
               job_id: str | None = None, service_url: str | None = None,
-              budget_s: float | None = None) -> Iterator[AttemptTask]:
-    """The attempts the context connectors find, as tasks (lazily; context failures go to `report`)."""
+              budget_s: float | None = None, fleet: Any = None) -> Iterator[AttemptTask]:
+    """The attempts the context connectors find, as tasks (lazily; context failures go to `report`).
+    `fleet` (a `FleetMemory`) is read here, as each task is made: workers need no store."""
     where, digest = str(Path(configs).resolve()), config_digest(cfg)
     for ctx, a, notes in discover(cfg, report, window, job_id):
-        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url, budget_s)
+        fc, note = fleet.context_for(a) if fleet is not None else (None, None)
+        yield AttemptTask(where, digest, a.key, ctx.name, a, tuple(notes), service_url, budget_s,
+                          fc.to_dict() if fc is not None else None, note)
 
 
 def run_tasks(cfg: BlueprintConfig, configs: str | Path, map_fn: Callable[[Iterable[AttemptTask]], Iterable[Any]],
               outputs: Sequence[Output], window: Window | None = None, job_id: str | None = None,
               service_url: str | None = None, on_result: Callable[[dict[str, Any]], None] | None = None,
-              on_error: Callable[[str, str], None] | None = None, budget_s: float | None = None) -> RunReport:
+              on_error: Callable[[str, str], None] | None = None, budget_s: float | None = None,
+              fleet: Any = None) -> RunReport:
     """Every attempt through `map_fn` (an executor's `map`: tasks in, one outcome with `job`,
     `result` and `error` per distinct task out, as they finish); results are written here."""
     report = RunReport()
-    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url, budget_s)):
+    for o in map_fn(tasks_for(cfg, configs, report, window, job_id, service_url, budget_s, fleet)):
         if o.error is not None:
             report.failed.append({"key": o.job.label, "error": o.error})
             if on_error:

@@ -58,3 +58,21 @@ def write_output(text: str, output: Path | None) -> None:
         output.write_text(text + "\n", encoding="utf-8")
     except OSError as e:
         fail(f"cannot write {output}: {e.strerror}")
+
+
+def fleet_policy_or_exit(configs: Path | None) -> Any:
+    """The fleet policy of a Blueprint config folder's `[fleet]` section (the defaults when
+    `configs` is None); a bad config prints its located errors and exits `ExitStatus.USAGE`."""
+    from rulekit.blueprint.fleet_policy import FleetPolicy
+
+    if configs is None:
+        return FleetPolicy.defaults()
+    from rulekit.blueprint.config import load_config
+    from rulekit.cli.render import print_diagnostics
+    from rulekit.diagnostics import RulekitError
+
+    try:
+        return load_config(configs, need_context=False).fleet
+    except RulekitError as e:
+        print_diagnostics(e.diagnostics, {}, err=True)
+        raise typer.Exit(ExitStatus.USAGE)

@@ -43,6 +43,8 @@ def run_cmd(
                                        "Default: local runs them one by one in this process, dask one worker "
                                        "per core; -j 1 keeps to one core."),
     timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
+    fleet: bool = typer.Option(True, "--fleet/--no-fleet", help="Attribute each attempt with its nodes' history "
+                               "in the first sqlite output (the fleet's memory; see docs/blueprint.md)."),
 ) -> None:
     """Attribute the jobs the configured connectors find and write the results."""
     check_executor(executor, scheduler)
@@ -69,6 +71,12 @@ def run_cmd(
     except (ValueError, StoreError, OSError) as e:
         typer.echo(f"error: --output: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
+    memory = None
+    db = next((spec.split(":", 1)[1] for spec in output or [] if spec.startswith("sqlite:")), None)
+    if fleet and db:
+        from rulekit.blueprint.fleet_memory import FleetMemory
+
+        memory = FleetMemory(db, cfg.fleet)
     in_process = executor == "local" and jobs in (None, 1) and not timeout
     engine = None
     if in_process and service:
@@ -93,10 +101,10 @@ def run_cmd(
 
     try:
         if in_process:
-            report = run(cfg, attributor, outs, window, job, on_result=summary)
+            report = run(cfg, attributor, outs, window, job, on_result=summary, fleet=memory)
         else:
             report = _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler,
-                                      jobs, timeout, summary)
+                                      jobs, timeout, summary, memory)
     finally:
         for o in outs:
             o.close()
@@ -108,7 +116,8 @@ def run_cmd(
         raise typer.Exit(ExitStatus.FINDINGS)
 
 
-def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary):
+def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary,
+                     memory=None):
     """The attempts as tasks on an executor (one task per attempt; results written here)."""
     from rulekit.blueprint.tasks import run_tasks
     from rulekit.executors import CorpusSpec, ExecutorError, make_executor
@@ -124,7 +133,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
         raise typer.Exit(ExitStatus.USAGE)
     with ex:
         return run_tasks(cfg, configs, ex.map, outs, window, job, service_url=service, on_result=summary,
-                         on_error=failed, budget_s=timeout or None)
+                         on_error=failed, budget_s=timeout or None, fleet=memory)
 
 
 @app.command()
@@ -132,6 +141,8 @@ def dashboard(
     db: Path = typer.Option(..., "--db", help="SQLite store written by `rulekit blueprint run --output sqlite:PATH`."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8080, help="Port to listen on."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="Blueprint config folder whose [fleet] section "
+                                           "sets the fleet policy of the fleet page and /metrics."),
 ) -> None:
     """Serve the read-only dashboard and its JSON API over a result store."""
     from rulekit.blueprint.dashboard.app import create_app
@@ -142,7 +153,10 @@ def dashboard(
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
+    from rulekit.cli._common import fleet_policy_or_exit
+
+    policy = fleet_policy_or_exit(configs)
     import uvicorn
 
     typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)
-    uvicorn.run(create_app(db), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(db, policy), host=host, port=port, log_level="warning")

@@ -153,6 +153,13 @@ def _run(engine, settings, sock: socket.socket, digest: str, summary: dict, toke
         return
     from uvicorn.supervisors import Multiprocess
 
+    from rulekit.service.metrics import MULTIPROC_ENV
+
+    # the workers' Prometheus values go to files in one folder; /metrics sums them
+    prom = Path(settings.state_dir) / "prometheus"
+    shutil.rmtree(prom, ignore_errors=True)
+    prom.mkdir(parents=True)
+    os.environ[MULTIPROC_ENV] = str(prom)
     os.environ[SETTINGS_ENV] = settings.to_env()
     os.environ[SELF_TEST_ENV] = json.dumps({"corpus_hash": digest, "summary": summary})
     config = uvicorn.Config("rulekit.service.worker:create_worker_app", factory=True, workers=settings.workers,

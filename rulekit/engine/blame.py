@@ -78,7 +78,8 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     154's printed recovery action on that node takes precedence), and `certain` unless
     only peers blame it.  `bad_peers` events (other nodes naming this one) make a node
     a `suspected` bad node only when nothing certain explains the job and its outcome
-    is network or unknown.  Every node where a remaining symptom blames nobody on the
+    is network or unknown.  An event whose fields say `certain: false` (a node named
+    on its fleet history) blames its node only on suspicion.  Every node where a remaining symptom blames nobody on the
     node (workload, environment, scheduler, none) is listed in affected_nodes with
     those symptoms.  When the outcome blames no node (application, timeout, cancelled,
     success) nothing is a bad node: node evidence the root outranked is returned as
@@ -118,7 +119,8 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
         # (generic evidence of the fallback band suspects a node, never makes it certain)
         certain = any(blame_of(e, reg, resolved) in CERTAIN_BLAMES and resolved.get(e.id, _CERTAIN).certain
                       and (not e.symptom or reg.rank(e.symptom) > FALLBACK_RANK)
-                      for e in evs) or any(e.fields.get("certain") is True for e in evs)
+                      and e.fields.get("certain") is not False for e in evs) \
+            or any(e.fields.get("certain") is True for e in evs)
         entries[node] = {"node": node, "symptoms": syms, "blame": top_blame, "action": top.action,
                          "confidence": "certain" if certain else "suspected"}
         if node in why and any(e.id in resolved for e in evs):
@@ -156,7 +158,8 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     return bad_nodes, affected, outranked
 
 
-def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry) -> tuple[str, list[dict[str, Any]]]:
+def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry,
+           root_suspected: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """The result's confidence (high | medium | low) and what competed with the root.
 
     low: no root (no error evidence), the root's own outcome is unknown or it blames
@@ -164,7 +167,9 @@ def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry
     a hardware/network/application/infrastructure root ranked below WEAK_RANK, or
     the top rank is tied between different outcomes.  medium: a tie within one
     outcome, a root only peers blame, or a symptom of another outcome within 10 ranks
-    of the root.  high otherwise."""
+    of the root; or a root that blames its node only on suspicion (`root_suspected`:
+    its events say `certain: false`), with every remaining symptom of another outcome
+    as an alternative.  high otherwise."""
     root = decision.root_symptom
     if root is None:
         return "low", []
@@ -194,6 +199,11 @@ def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry
             if s != root and reg.info(s).outcome != "unknown":
                 alt(s)
         return "low", alternatives
+    if root_suspected:
+        for s in remaining:
+            if s != root and reg.info(s).outcome not in (info.outcome, "unknown"):
+                alt(s)
+        return "medium", alternatives
     if decision.tied or info.blame == "peer" or close:
         for s in close:
             alt(s)

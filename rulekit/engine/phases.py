@@ -34,6 +34,7 @@ from rulekit.config import (
 from rulekit.rules.containment import RuleTimeout
 from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
+from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.extract.linectx import host_of, rank_line_finder, rank_of, rank_of_raw, timestamp_of
 from rulekit.rules.model import (
@@ -46,7 +47,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
-from rulekit.engine.blame import assess, blame_nodes, blame_of, resource_blames
+from rulekit.engine.blame import CERTAIN_BLAMES, assess, blame_nodes, blame_of, resource_blames
 from rulekit.engine.explained import ROLE_EXPLAINS, ROLE_FALLBACK, ROLE_LINE_ONLY, drop_explained, rule_role
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
@@ -99,6 +100,7 @@ class FilterContext:
     dumps: tuple = ()  # flight-recorder dumps ingested as data (`rulekit.inputs.flight_recorder.FRDump`)
     limits: LimitsHit = field(default_factory=LimitsHit)
     clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
+    fleet: FleetContext | None = None  # the fleet's memory of the job's nodes (None: no store)
 
     def limit_hit(self, limit: str, value: Any, what: str) -> None:
         """Report a limit this rule hit that may change the verdict (the result's `limits_hit`)."""
@@ -122,6 +124,7 @@ class RefinerContext:
     outcome: OutcomeDecision | None = None
     rule: str = ""
     clock_skew: float = DEFAULT_CLOCK_SKEW_SECONDS  # GlobalConfig.clock_skew_seconds (docs/time.md)
+    fleet: FleetContext | None = None
 
 
 @dataclass
@@ -133,6 +136,7 @@ class CollectorContext:
     rule: str = ""
     dumps: tuple = ()  # as FilterContext.dumps
     limits: LimitsHit = field(default_factory=LimitsHit)
+    fleet: FleetContext | None = None
 
     def limit_hit(self, limit: str, value: Any, what: str) -> None:
         """Report a limit this collector hit that may change what it reports (`limits_hit`)."""
@@ -179,6 +183,7 @@ class AttributionState:
     errors: list[dict[str, str]] = field(default_factory=list)
     dumps: tuple = ()  # flight-recorder dumps the session ingested
     limits: LimitsHit = field(default_factory=LimitsHit)
+    fleet: FleetContext | None = None  # read-only; rules see it as `context.fleet`
 
     def run_rule(self, name: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -820,7 +825,7 @@ class FilterPhase:
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
             ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,
-                                state.limits, state.engine.config.clock_skew_seconds)
+                                state.limits, state.engine.config.clock_skew_seconds, fleet=state.fleet)
             with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
@@ -879,14 +884,16 @@ class RefinementPhase:
         skew = state.engine.config.clock_skew_seconds
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
             self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
-                                                                reg, node=node, rule=rule.name, clock_skew=skew))
+                                                                reg, node=node, rule=rule.name, clock_skew=skew,
+                                                                fleet=state.fleet))
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
         final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
         self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                             state.engine.registry, rule=rule.name,
-                                                            clock_skew=state.engine.config.clock_skew_seconds))
+                                                            clock_skew=state.engine.config.clock_skew_seconds,
+                                                            fleet=state.fleet))
         self._back_propagate(state, job_set)
 
     def outcome(self, state: AttributionState) -> None:
@@ -901,7 +908,8 @@ class RefinementPhase:
         self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                            state.engine.registry, outcome=state.decision,
                                                            rule=rule.name,
-                                                           clock_skew=state.engine.config.clock_skew_seconds))
+                                                           clock_skew=state.engine.config.clock_skew_seconds,
+                                                           fleet=state.fleet))
         self._back_propagate(state, job_set)
 
     def _aggregate(self, state: AttributionState, phase: str) -> SymptomSet:
@@ -960,7 +968,7 @@ class CollectionPhase:
         with state.stream.frozen():
             for rule in state.engine.collectors:
                 ctx = CollectorContext(state.stream, state.job, state.engine.registry, partial, rule.name, state.dumps,
-                                       state.limits)
+                                       state.limits, fleet=state.fleet)
                 value = state.run_rule(rule.name, lambda: rule.func(ctx))
                 if value is not None:
                     state.collectors[rule.name] = value
@@ -1006,7 +1014,9 @@ class ReportPhase:
                     "blame": root_blame,
                     "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
                     "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
-        confidence, alternatives = assess(d, remaining, reg)
+        root_suspected = bool(root) and reg.info(d.root_symptom).blame in CERTAIN_BLAMES and bool(root_events) \
+            and all(e.fields.get("certain") is False for e in root_events)
+        confidence, alternatives = assess(d, remaining, reg, root_suspected)
         evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,
                                       state.engine.options.evidence_max)
         result: dict[str, Any] = {

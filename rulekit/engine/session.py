@@ -16,6 +16,10 @@ checkpoint in place; the next `ingest()` (or `attribute()`) restores it first,
 so every attribution sees exactly the events extraction produced.  Rule code
 runs contained (`rulekit.rules.containment`): a Python rule that exits, writes
 to stdout or runs past `EngineOptions.rule_timeout` is a `rule_errors` entry.
+
+`fleet` (optional, read-only) is what a store remembers of the job's nodes
+(`rulekit.inputs.fleet.FleetContext`); rules read it as `context.fleet`.
+Without it (the default) a job is judged on its own evidence.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from typing import Any, Callable, Iterable
 from rulekit.rules.containment import contained, rule_codes
 from rulekit.rules.corpus import RuleEngine
 from rulekit.inputs.flight_recorder import FRDump
+from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.jobinfo import JobInfo
 from rulekit.inputs.metrics import MetricSeries
 from rulekit.inputs.observation import Observation
@@ -62,9 +67,11 @@ EVIDENCE_TYPES = (EventType.BAD_NODE.value, EventType.INTERESTING_NODE.value, Ev
 
 class Session:
     def __init__(self, engine: RuleEngine, job: JobInfo, manager: EventManager | None = None,
-                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None):
+                 context: str | None = None, repeat_cap: int | None = None, group_cap: int | None = None,
+                 fleet: FleetContext | None = None):
         self.engine = engine
         self.job = job
+        self.fleet = fleet  # the fleet's memory of the job's nodes; None: judged on its own evidence
         self._own_manager = manager is None
         opts = engine.options  # rulekit.config.EngineOptions, given to the engine at the edge
         self.manager = manager or EventManager(engine.rule_names(), buffer_size=opts.buffer_size,
@@ -161,7 +168,8 @@ class Session:
         stream.trace = trace
         stream.canonical = self.engine.registry.canonical  # aliases resolve on every emit path
         stream.timeline = functools.partial(Clock.of, self.job)  # years and one clock for every stamp (docs/time.md)
-        state = AttributionState(self.engine, self.job, stream, trace, dumps=tuple(self.dumps), limits=LimitsHit())
+        state = AttributionState(self.engine, self.job, stream, trace, dumps=tuple(self.dumps), limits=LimitsHit(),
+                                 fleet=self.fleet)
         state.errors.extend(self._extraction.errors)  # accumulators that raised while ingesting
         FilterPhase().apply(state)
         RefinementPhase().apply(state)

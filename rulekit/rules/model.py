@@ -348,7 +348,8 @@ class JobTestCase:
     """A job-level test: a few observations -> expected result (subset of fields).
 
     expect keys: outcome, sub_domain, root_cause (symptom), root_node, bad_nodes
-    and interesting_nodes (exact lists), interesting_symptoms (present on interesting nodes), symptoms (must be present), absent_symptoms, ambiguous."""
+    and interesting_nodes (exact lists), interesting_symptoms (present on interesting nodes), symptoms (must be present), absent_symptoms, ambiguous.
+    `fleet`: a fleet context (`rulekit.inputs.fleet.FleetContext`, JSON form) the case is attributed with."""
 
     name: str
     job: Mapping[str, Any]
@@ -356,6 +357,7 @@ class JobTestCase:
     expect: Mapping[str, Any]
     span: Span | None = None
     metrics: tuple[MetricSpec, ...] = ()
+    fleet: Mapping[str, Any] | None = None  # the fleet context the case runs with (its JSON form)
 
 
 @dataclass

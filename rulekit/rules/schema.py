@@ -215,6 +215,11 @@ def job_tests_schema() -> dict[str, Any]:
                           "[[unix seconds, value], ...]"),
         }, "a metric series: `[[case.metric]]`", required=("name", "samples"))},
         "expect": expect,
+        "fleet": _d({"type": "object", "properties": {
+            "window_s": {"type": "number"}, "as_of": {"type": "number"},
+            "ambiguous": {"type": "array", "items": STR},
+            "nodes": {"type": "object", "additionalProperties": {"type": "object"}}}},
+            "the fleet context to attribute with (node -> {state, reasons, incidents, ...}; see docs/blueprint.md)"),
     }, "a job-level test case: `[[case]]`", required=("name", "expect"))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": BASE_ID + SHIPPED["tests"],
             "title": "rulekit job-test file", "type": "object",

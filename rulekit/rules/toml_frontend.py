@@ -45,7 +45,8 @@ FAMILY_KEYS = {"name", "author", "source", "format", "requires", "docs", "templa
 TEMPLATE_KEYS = {"match_re", "emit", "source", "format", "requires", "docs"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
 CATALOG_KEYS = {"name", "author", "match_re", "key", "source", "format", "requires", "docs", "emit", "entries", "test"}
-CASE_KEYS = {"name", "job", "observation", "metric", "expect"}
+ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
+CASE_KEYS = {"name", "job", "observation", "metric", "expect", "fleet"}
 OBS_KEYS = {"source", "node", "lines", "format"}
 EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
                "interesting_symptoms", "symptoms", "absent_symptoms", "ambiguous", "confidence"}
@@ -652,6 +653,7 @@ def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagn
         ctx.check_keys(tbl, CASE_KEYS, reg, what)
         name = ctx.need(tbl, "name", str, reg, what)
         job = ctx.typed(tbl, "job", dict, reg, what, default={})
+        fleet = ctx.typed(tbl, "fleet", dict, reg, what, default=None)
         expect = ctx.need(tbl, "expect", dict, reg, what)
         if expect:
             for k in expect:
@@ -695,5 +697,6 @@ def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagn
         if name is None or expect is None:
             continue
         cases.append(JobTestCase(name=name, job=job or {}, observations=tuple(obs), expect=expect,
-                                 span=ctx.loc.value(reg, "name") if reg else Span(path, 1, 1), metrics=tuple(metrics)))
+                                 span=ctx.loc.value(reg, "name") if reg else Span(path, 1, 1), metrics=tuple(metrics),
+                                 fleet=fleet))
     return cases, ctx.diags

@@ -11,6 +11,8 @@ corpus (one per worker process).  Routes:
   DELETE /v1/jobs/{id}                 retire it (Session.close(flush=False))
   GET    /v1/health                    corpus hash, rule and symptom counts, self-test
   GET    /v1/symptoms, /v1/rules       the registry and the rules (never uploaded)
+  GET    /metrics                      Prometheus exposition (`rulekit.service.metrics`; summed
+                                       over the workers)
 
 Errors are data: every rejection is `{"detail": [{"loc", "msg", "type"}]}` with
 the field's path in `loc` (400 for a body that is not JSON or not UTF-8, 413
@@ -36,7 +38,7 @@ from typing import Any, Callable
 
 import anyio.to_thread
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -46,6 +48,7 @@ from rulekit.engine.session import Session
 from rulekit.service.jobs import JobNotFound, JobStore, StoreFull
 from rulekit.service.limits import BodyLimit
 from rulekit.service.security import SecurityHeaders
+from rulekit.service.metrics import ServiceMetrics
 from rulekit.service.schema import (
     AttributeRequest,
     CreateJob,
@@ -127,6 +130,13 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
     state_dir = settings.state_dir or os.path.join(os.environ.get("TMPDIR", "/tmp"), f"rulekit-jobs-{os.getpid()}")
     jobs = store or JobStore(engine, state_dir, settings.job_ttl_s, settings.max_open_jobs)
     started = time.time()
+    metrics = ServiceMetrics()
+
+    def measured(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        result = fn()
+        metrics.observe(result, time.perf_counter() - t0)
+        return result
 
     sweep_every = max(0.2, min(10.0, settings.job_ttl_s / 4))
 
@@ -236,10 +246,13 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
             except JobRecordError as e:
                 raise ApiError(422, [_item(["body", "job", *loc], msg, "value_error") for loc, msg in e.problems]) from None
             obs, series = req.to_inputs()
-            with Session(engine, job) as s:
+            t0 = time.perf_counter()
+            with Session(engine, job, fleet=req.fleet_context()) as s:
                 s.ingest_batch(obs)
                 s.ingest_metrics(series)
-                return s.attribute()
+                result = s.attribute()
+            metrics.observe(result, time.perf_counter() - t0)
+            return result
 
         return await in_thread(run)
 
@@ -274,7 +287,7 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
               summary="Attribute what an open job has ingested so far")
     async def attribute_job(id: str, request: Request) -> dict[str, Any]:
         check_auth(request)
-        return await in_thread(job_call(lambda: jobs.attribute(id)))
+        return await in_thread(job_call(lambda: measured(lambda: jobs.attribute(id))))
 
     @app.get("/v1/jobs/{id}", tags=["cycle"], response_model=JobStatus, responses=JOB_ERRORS)
     async def job_status(id: str, request: Request) -> dict[str, Any]:
@@ -315,6 +328,12 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
                         "file": os.path.basename(sp.file) if sp else None, "line": sp.line if sp else None,
                         "docs": r.docs})
         return out
+
+    @app.get("/metrics", tags=["corpus"], summary="Prometheus metrics (attributions by outcome, rule fires, latency)")
+    async def prometheus_metrics(request: Request) -> Response:
+        check_auth(request)
+        body = await in_thread(metrics.exposition)
+        return Response(body, media_type=metrics.content_type)
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return SecurityHeaders(BodyLimit(app, settings.max_body_bytes, settings.body_timeout_s, settings.body_deadline_s,

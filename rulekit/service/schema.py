@@ -7,7 +7,8 @@ schema the CLI's job.toml reader uses) and observations:
      "observations": [{"kind": "log", "source": "syslog", "node": "n1", "format": "text", "lines": ["..."]},
                       {"kind": "metric", "node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]},
                       {"kind": "flight_recorder", "rank": 3, "dump": {...}}],
-     "metrics": [{"node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]}]}
+     "metrics": [{"node": "n1", "name": "...", "labels": {...}, "samples": [[t, v], ...]}],
+     "fleet": {"window_s": ..., "ambiguous": [...], "nodes": {"n1": {"state": "suspect", ...}}}}   # optional
 
 `observations` is a list discriminated by `kind` (default `log`; also
 `metric` and `flight_recorder`, one rank's dump as JSON): a new observation
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StrictStr, Tag, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StrictStr, Tag, field_validator,
+                      model_validator)
 
+from rulekit.inputs.fleet import FleetContext, FleetContextError
 from rulekit.inputs.flight_recorder import FRDumpError, observation_from_record
 from rulekit.inputs.jobrecord import JobRecord
 from rulekit.inputs.metrics import MetricSeries
@@ -118,9 +121,25 @@ class CreateJob(BaseModel):
 
 
 class AttributeRequest(ObservationBatch):
-    """`POST /v1/attribute`: a job record and all its observations -> one result."""
+    """`POST /v1/attribute`: a job record and all its observations -> one result.
+    `fleet` (optional): what a store remembers of the job's nodes (`FleetContext`'s JSON
+    form, as the Blueprint sends it); without it the job is judged on its own evidence."""
 
     job: JobRecord
+    fleet: Optional[dict[str, Any]] = None
+
+    @field_validator("fleet")
+    @classmethod
+    def _fleet_readable(cls, v: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+        if v is not None:
+            try:
+                FleetContext.from_dict(v)
+            except FleetContextError as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    def fleet_context(self) -> FleetContext | None:
+        return FleetContext.from_dict(self.fleet) if self.fleet is not None else None
 
 
 class ErrorItem(BaseModel):

@@ -5,6 +5,8 @@
     GET /fleet?kind=node|hca_port|switch_port&since=&until=  ranking    (JSON: /api/fleet)
     GET /fleet/{kind}/{name}                              drill-down    (JSON: /api/fleet/{kind}/{name})
     GET /api/facets                                       filter values
+    GET /api/fleet/states                                 node states, breaker, proposed drains
+    GET /metrics                                          Prometheus exposition (`fleet_metrics`)
 Read-only (the store is opened `mode=ro` per request).  A bad parameter is a
 400 with the parameter named, an unknown job a 404, anything else a 500 page
 with an error id: never a dropped connection.
@@ -21,7 +23,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from rulekit.blueprint import drains
 from rulekit.blueprint.dashboard import pages
+from rulekit.blueprint.dashboard.fleet_states import states_section
+from rulekit.blueprint.fleet_memory import CachedFleetState
+from rulekit.blueprint.fleet_metrics import CONTENT_TYPE, exposition, store_registry
+from rulekit.blueprint.fleet_policy import FleetPolicy
 from rulekit.blueprint.model import parse_time
 from rulekit.blueprint.store import StoreError, facets, fleet, fleet_item, get_result, list_jobs, open_ro
 
@@ -54,8 +61,17 @@ def _kind(k: str | None) -> str:
     return k
 
 
-def create_app(db: str | Path) -> Starlette:
+def create_app(db: str | Path, policy: FleetPolicy | None = None) -> Starlette:
     db = Path(db)
+    policy = policy or FleetPolicy.defaults()
+    states = CachedFleetState(db, policy)
+    registry = store_registry(db, policy, states)
+
+    def states_doc() -> dict[str, Any]:
+        st = states.get()
+        doc = st.to_dict()
+        doc["proposals"] = drains.proposed(st.proposals)
+        return doc
 
     def con():
         return open_ro(db)
@@ -102,7 +118,13 @@ def create_app(db: str | Path) -> Starlette:
             c.close()
         if wants_json(request):
             return JSONResponse({"kind": kind, "since": since, "until": until, "ranking": rows})
-        return HTMLResponse(pages.fleet_page(kind, rows, q))
+        return HTMLResponse(pages.fleet_page(kind, rows, q, states_section(states_doc()) if kind == "node" else ""))
+
+    async def fleet_states(request: Request) -> Response:
+        return JSONResponse(states_doc())
+
+    async def metrics(request: Request) -> Response:
+        return Response(exposition(registry), media_type=CONTENT_TYPE)
 
     async def fleet_drill(request: Request) -> Response:
         kind = _kind(request.path_params["kind"])
@@ -145,6 +167,7 @@ def create_app(db: str | Path) -> Starlette:
     routes = [Route("/", root), Route("/jobs", jobs), Route("/jobs/{key:path}", job),
               Route("/fleet", fleet_view), Route("/fleet/{kind}/{name:path}", fleet_drill),
               Route("/api/jobs", jobs), Route("/api/jobs/{key:path}", job), Route("/api/fleet", fleet_view),
-              Route("/api/fleet/{kind}/{name:path}", fleet_drill), Route("/api/facets", facets_view)]
+              Route("/api/fleet/states", fleet_states), Route("/api/fleet/{kind}/{name:path}", fleet_drill),
+              Route("/api/facets", facets_view), Route("/metrics", metrics)]
     return Starlette(routes=routes, exception_handlers={BadParam: bad_param, StoreError: store_error,
                                                         404: not_found, Exception: server_error})

@@ -148,14 +148,15 @@ def job_page(result: dict[str, Any]) -> str:
 KIND_TITLES = {"node": "Nodes", "hca_port": "HCA ports", "switch_port": "Switch ports"}
 
 
-def fleet_page(kind: str, rows: list[dict[str, Any]], q: dict[str, str]) -> str:
+def fleet_page(kind: str, rows: list[dict[str, Any]], q: dict[str, str], states: str = "") -> str:
+    """The ranking of one kind; `states`: the node-state section (HTML) shown above it."""
     tabs = " | ".join(f"<a href='/fleet?{urlencode({**q, 'kind': k})}'>{'<strong>' + t + '</strong>' if k == kind else t}</a>"
                       for k, t in KIND_TITLES.items())
     form = (f"<form method=get action='/fleet'><input type=hidden name=kind value='{escape(kind)}'>"
             f"<label>since <input name=since size=20 value='{escape(q.get('since', ''))}' placeholder='7d'></label>"
             f"<label>until <input name=until size=20 value='{escape(q.get('until', ''))}'></label>"
             "<button type=submit>Window</button></form>")
-    b = [f"<h1>Fleet: {KIND_TITLES[kind]} by distinct jobs blaming them</h1><p>{tabs}</p>{form}",
+    b = [f"<h1>Fleet</h1>{states}<h2>{KIND_TITLES[kind]} by distinct jobs blaming them</h2><p>{tabs}</p>{form}",
          "<table class=fleet><tr><th>#</th><th>name</th><th>distinct jobs</th><th>attempts</th><th>symptoms</th>"
          "<th>first</th><th>last</th></tr>"]
     for i, r in enumerate(rows, 1):
