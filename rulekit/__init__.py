@@ -14,6 +14,9 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
+# the distribution's name on the package index (`pip install rulekit-gpu`); the import
+# package and the command are `rulekit`.  `rulekit` on the index is an unrelated library.
+DISTRIBUTION = "rulekit-gpu"
 
 # public name -> the module that defines it
 _EXPORTS = {

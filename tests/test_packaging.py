@@ -20,7 +20,7 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
                    check=True, capture_output=True, text=True)
-    [whl] = out.glob("rulekit-*.whl")
+    [whl] = out.glob("rulekit_gpu-*.whl")
     return whl
 
 

@@ -48,7 +48,9 @@ def _version() -> str:
     try:
         from importlib.metadata import version
 
-        return version("rulekit")
+        from rulekit import DISTRIBUTION
+
+        return version(DISTRIBUTION)
     except Exception:  # not installed (source tree on sys.path)
         return "0"
 

@@ -36,7 +36,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
-from rulekit.engine.blame import assess, blame_nodes
+from rulekit.engine.blame import root_action, assess, blame_nodes
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
@@ -866,6 +866,7 @@ class ReportPhase:
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
                     "blame": info.blame, "action": info.action,
                     "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
+            root.update(root_action(root, bad_nodes))
         confidence, alternatives = assess(d, remaining, reg)
         evidence, dropped = _evidence(events, reg, state.engine.options.evidence_per_key,
                                       state.engine.options.evidence_max)
