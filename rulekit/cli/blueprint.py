@@ -131,18 +131,23 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
 def dashboard(
     db: Path = typer.Option(..., "--db", help="SQLite store written by `rulekit blueprint run --output sqlite:PATH`."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8080, help="Port to listen on."),
+    port: int = typer.Option(8080, min=0, max=65535, help="Port to listen on (0: any free port)."),
 ) -> None:
     """Serve the read-only dashboard and its JSON API over a result store."""
     from rulekit.blueprint.dashboard.app import create_app
     from rulekit.blueprint.store import StoreError, open_ro
+    from rulekit.cli.listen import bind_or_exit, url_host
 
     try:
         open_ro(db).close()
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(ExitStatus.USAGE)
+    sock = bind_or_exit(host, port)  # before printing the URL: a busy port is one line and exit 2
     import uvicorn
 
-    typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)
-    uvicorn.run(create_app(db), host=host, port=port, log_level="warning")
+    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}", err=True)
+    try:
+        uvicorn.Server(uvicorn.Config(create_app(db), log_level="warning")).run(sockets=[sock])
+    finally:
+        sock.close()

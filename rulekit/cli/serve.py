@@ -22,6 +22,7 @@ from typing import Optional
 import typer
 
 from rulekit.cli.app import app
+from rulekit.cli.listen import bind_or_exit, url_host
 from rulekit.cli.status import ExitStatus
 
 
@@ -65,14 +66,7 @@ def serve(
             raise typer.Exit(ExitStatus.USAGE)
         typer.echo(f"warning: serving with {summary['failed']} failing start-up tests (--allow-failing-tests)", err=True)
 
-    try:
-        sock = _bind(host, port)
-    except OSError as e:
-        reason = e.strerror or str(e)
-        if e.errno == 98:
-            reason = "the address is already in use (another server on that port?)"
-        typer.echo(f"error: cannot listen on {host}:{port}: {reason}", err=True)
-        raise typer.Exit(ExitStatus.USAGE)
+    sock = bind_or_exit(host, port)
     own_state = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="rulekit-jobs-")) if own_state else state_dir
     assert state is not None
@@ -85,7 +79,7 @@ def serve(
                                access_log=access_log, graceful_shutdown_s=graceful_timeout)
     token = token_from_env()
     typer.echo(f"rulekit serving {len(engine.rules)} rules (corpus {digest[:12]}, {summary['passed']}/"
-               f"{summary['total']} start-up tests pass) on http://{_url_host(host)}:{settings.port} with "
+               f"{summary['total']} start-up tests pass) on http://{url_host(host)}:{settings.port} with "
                f"{workers} worker{'s' if workers > 1 else ''}{', bearer token required' if token else ''}", err=True)
     try:
         _run(engine, settings, sock, digest, summary, token)
@@ -93,23 +87,6 @@ def serve(
         sock.close()
         if own_state:
             shutil.rmtree(state, ignore_errors=True)
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 def _run(engine, settings, sock: socket.socket, digest: str, summary: dict, token: str | None) -> None:
