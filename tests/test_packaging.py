@@ -49,7 +49,7 @@ def test_installed_wheel_attributes_the_example_from_another_directory(wheel, tm
     r = subprocess.run([str(env_dir / "bin" / "rulekit"), "attribute", str(REPO / "examples" / "xid149-nvlink"),
                         "--format", "json"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    (out,) = json.loads(r.stdout)
     assert out["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY"
     where = subprocess.run([str(py), "-c", "import rulekit, rulekit.rules.loader as l; print(l.bundled_rules_path())"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.strip()
