@@ -123,6 +123,14 @@ class RulekitLanguageServer(LanguageServer):
         self.ws.configure(roots, self.settings)
         self.published.clear()
         self.publish_all()
+        by_file: dict[str, list] = {}
+        for d in self.ws.project_problems:  # a bad rulekit.toml / [tool.rulekit]: on the file itself
+            by_file.setdefault(d.span.file if d.span else "", []).append(d)
+        for path, diags in by_file.items():
+            if path:
+                self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+                    uri=convert.path_to_uri(path), diagnostics=[convert.diagnostic(d, self.text_of, self.settings.code_docs_url)
+                                                                for d in diags]))
         memory.trim()
         for c in self.ws.corpora:
             self.schedule_lint(c)

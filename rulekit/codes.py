@@ -139,6 +139,17 @@ the language server's protocol stream).""",
 print("loaded")
 """, file="noisy.py",
        fix="remove the print, or use `logging`."),
+    _c("RK008", "project-file", "error", "The project file (rulekit.toml or [tool.rulekit]) is invalid.",
+       what="""reports a problem in the project file every face reads its corpus from
+(`rulekit.toml`, or a `[tool.rulekit]` table of `pyproject.toml`, found from the current
+folder upward): TOML syntax, an unknown key, a value of the wrong type, or a rule or
+example folder that does not exist.""",
+       why="""the CLI, the language server, the Service and the Blueprint all load the corpus it
+names; a typo there would silently load another corpus (the bundled rules alone).""",
+       example='`rule = ["rules"]` in rulekit.toml (the key is `rules`)',
+       not_from_rule_file="the project file, not a rule file",
+       fix="""use the keys `rules` (folders), `bundled` (true/false), `examples` (folders) and the
+tables `[lint]` / `[coverage]`; make the folders exist (relative to the file)."""),
     # ---- RK1xx: schema -----------------------------------------------------------
     _c("RK101", "unknown-key", "error", "A rule table has a key the schema does not know.",
        what="reports a key that is not part of the rule schema (often a typo).",

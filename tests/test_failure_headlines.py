@@ -17,20 +17,20 @@ blame = "node"
 
 [[extractor]]
 name = "GpuHot"
-match_re = 'GPU (?P<gpu>\\d+) is hot'
-emit = { type = "interesting_node", symptom = "GPU_HOT", fields = { gpu = "{gpu}" } }
+match_re = 'on (?P<host>[\\w-]+): GPU (?P<gpu>\\d+) is hot'
+emit = { type = "interesting_node", symptom = "GPU_HOT", node = "{host}", fields = { gpu = "{gpu}" } }
 
 [[extractor.test]]
-line = "GPU 3 is hot"
+line = "on node-05: GPU 3 is hot"
 symptom = "GPU_HOT"
 node = "node-02"
 
 [[extractor.test]]
-line = "GPU 3 is hot"
+line = "on node-05: GPU 3 is hot"
 captures = { gpu = "4" }
 
 [[extractor.test]]
-line = "GPU 3 is hot"
+line = "on node-05: GPU 3 is hot"
 expect = "bad_node"
 '''
 
@@ -49,8 +49,8 @@ def test_the_headline_names_the_field_that_differs(tmp_path):
     heads = [ln.strip() for ln in out.splitlines() if ln.startswith("  ") and not ln.startswith("    ")
              and "expected (-)" not in ln]
     assert heads == [
-        "node: expected 'node-02', got none (the line names no node: rank prefix, syslog host or NCCL host prefix)",
+        "node: expected 'node-02', got 'node-05'",
         "capture `gpu`: expected '4', got '3'",
         "type: expected bad_node, got interesting_node",
     ], out
-    assert "got interesting_node GPU_HOT on None" not in out
+    assert "got interesting_node GPU_HOT on" not in out  # the old headline, which read as a pass

@@ -44,16 +44,22 @@ class TestResult:
     error: str | None = None  # the case could not be run
     fired: set[str] = field(default_factory=set)
     symptoms: set[str] = field(default_factory=set)
+    skipped: str | None = None  # not run, and why (an error in the corpus it depends on)
 
     @property
     def status(self) -> str:
+        if self.skipped:
+            return "skipped"
         return "error" if self.error else ("passed" if self.passed else "failed")
 
     def to_dict(self) -> dict[str, Any]:
         s = self.span
-        return {"kind": self.kind, "name": self.name, "status": self.status, "rule": self.rule,
-                "file": s.file if s else None, "line": s.line if s else None,
-                "expected": self.expected, "actual": self.actual, "mismatches": self.mismatches, "error": self.error}
+        d = {"kind": self.kind, "name": self.name, "status": self.status, "rule": self.rule,
+             "file": s.file if s else None, "line": s.line if s else None,
+             "expected": self.expected, "actual": self.actual, "mismatches": self.mismatches, "error": self.error}
+        if self.skipped:
+            d["skipped"] = self.skipped
+        return d
 
     def diagnostic(self) -> Diagnostic:
         code = "RK405" if self.error else "RK401"

@@ -26,7 +26,7 @@ import typer
 
 from rulekit.cli.app import app
 from rulekit.cli.batch import EXECUTOR_HELP, JOBS_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor, echo_failure, run_batch
-from rulekit.cli._common import load_engine_or_exit
+from rulekit.cli._common import bundled_option, check_paths_exist, choose_or_exit, load_engine_or_exit
 from rulekit.cli.status import ExitStatus
 from rulekit.executors import CorpusSpec, Job
 from rulekit.executors.base import run_job
@@ -65,7 +65,9 @@ class _BytesBar:
 @app.command()
 def attribute(
     job_dirs: list[Path] = typer.Argument(..., help="Job directories (job.toml, applog/, syslog/, observations.jsonl)."),
-    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: the bundled rules."),
+    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s) on top of the bundled rules "
+                                               "(default: the project file's `rules`)."),
+    bundled: Optional[bool] = bundled_option(),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json (a list of results) or jsonl (one a line)"),
     jobs: int = typer.Option(0, "--jobs", "-j", help=JOBS_HELP),
     explain: bool = typer.Option(False, "--trace", help="Include the phase-by-phase trace (json) / print it (text)."),
@@ -81,7 +83,9 @@ def attribute(
     if len(job_dirs) == 1 and not job_dirs[0].is_dir():
         typer.echo(f"error: {job_dirs[0]}: not a job directory (no such folder)", err=True)
         raise typer.Exit(ExitStatus.USAGE)
-    engine = load_engine_or_exit(rules).engine
+    check_paths_exist(rules)
+    choice = choose_or_exit(rules, bundled)
+    engine = load_engine_or_exit(choice.load_paths).engine
     batch = [Job.of(d) for d in job_dirs]
     shown = {job: str(d) for job, d in zip(batch, job_dirs)}
     printer = _InOrder(batch, shown, fmt, explain)
@@ -96,7 +100,7 @@ def attribute(
             echo_failure(outcome, shown[batch[0]])
         outcomes = {batch[0]: outcome}
     else:  # results are printed in argument order as they come in, rendered by the workers (json)
-        outcomes = run_batch(executor, CorpusSpec.of(rules), batch, shown, engine=engine, scheduler=scheduler,
+        outcomes = run_batch(executor, CorpusSpec.of(choice.load_paths), batch, shown, engine=engine, scheduler=scheduler,
                              workers=jobs or None, timeout=timeout or None, with_trace=explain,
                              render=RENDERERS.get(fmt), on_outcome=printer.add)
     printer.finish(outcomes)

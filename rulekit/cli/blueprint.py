@@ -43,6 +43,9 @@ def run_cmd(
                                        "Default: local runs them one by one in this process, dask one worker "
                                        "per core; -j 1 keeps to one core."),
     timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
+    bundled: Optional[bool] = typer.Option(None, "--bundled/--no-bundled", show_default=False,
+                                           help="Load the bundled rules under the config's `rules` (the default); "
+                                                "default from the config's [blueprint] `bundled`, then the project file."),
 ) -> None:
     """Attribute the jobs the configured connectors find and write the results."""
     check_executor(executor, scheduler)
@@ -71,13 +74,17 @@ def run_cmd(
         raise typer.Exit(ExitStatus.USAGE)
     in_process = executor == "local" and jobs in (None, 1) and not timeout
     engine = None
+    from rulekit.cli._common import choose_or_exit
+
+    # the config's rules (else the project file's) on top of the bundled ones: what the CLI loads
+    corpus = choose_or_exit(cfg.rules or None, bundled if bundled is not None else cfg.bundled).load_paths
     if in_process and service:
         attributor = Attributor(service_url=service)
     elif not service:
         from rulekit.cli._common import load_engine_or_exit
 
         # checked here (located errors, exit 2), also before any worker starts
-        engine = load_engine_or_exit(cfg.rules or None).engine
+        engine = load_engine_or_exit(corpus).engine
         if in_process and jobs == 1:
             engine = engine.with_options(max_scan_workers=1)  # -j 1: one core
         attributor = Attributor(engine=engine)
@@ -96,7 +103,7 @@ def run_cmd(
             report = run(cfg, attributor, outs, window, job, on_result=summary)
         else:
             report = _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler,
-                                      jobs, timeout, summary)
+                                      jobs, timeout, summary, corpus)
     finally:
         for o in outs:
             o.close()
@@ -108,7 +115,8 @@ def run_cmd(
         raise typer.Exit(ExitStatus.FINDINGS)
 
 
-def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary):
+def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary,
+                     corpus):
     """The attempts as tasks on an executor (one task per attempt; results written here)."""
     from rulekit.blueprint.tasks import run_tasks
     from rulekit.executors import CorpusSpec, ExecutorError, make_executor
@@ -117,7 +125,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
         typer.echo(f"error: {key}: {error}", err=True)
 
     try:
-        ex = make_executor(executor, CorpusSpec.of(cfg.rules or None), engine=engine, address=scheduler,
+        ex = make_executor(executor, CorpusSpec.of(corpus), engine=engine, address=scheduler,
                            workers=jobs or None, timeout=timeout or None, cores=jobs or None)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)

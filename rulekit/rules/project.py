@@ -105,8 +105,15 @@ def read_project(file: str | Path) -> Project:
         table, region, what, prefix = data, loc.top(), path.name, ""
     diags: list[Diagnostic] = []
 
-    def err(msg: str, key: str | None = None, value: bool = False) -> None:
-        span = (loc.value(region, key) if value else loc.key(region, key)) if key else Span(where, 1, 1)
+    def err(msg: str, key: str | None = None, item: str | None = None) -> None:
+        span = loc.key(region, key) if key else Span(where, 1, 1)
+        if item is not None:  # the one list item the message is about, when it is on the key's line
+            line = loc.lines[span.line - 1] if 0 < span.line <= loc.n else ""
+            for q in ('"', "'"):
+                i = line.find(q + item + q, line.find("="))
+                if i >= 0:
+                    span = Span(where, span.line, i + 2, span.line, i + 2 + len(item))
+                    break
         diags.append(Diagnostic("RK008", msg, span, data={"key": key} if key else {}))
 
     if not isinstance(table, dict):
@@ -131,7 +138,7 @@ def read_project(file: str | Path) -> Project:
         for x in v:
             p = (path.parent / x).resolve()
             if not p.exists():
-                err(f"`{key}` in {what} names {x!r}, which does not exist (looked in {p})", key, value=len(v) == 1)
+                err(f"`{key}` in {what} names {x!r}, which does not exist (looked in {p})", key, item=x)
             out.append(p)
         return tuple(out)
 
@@ -145,7 +152,7 @@ def read_project(file: str | Path) -> Project:
         if not isinstance(v, dict):
             err(f"`{t}` in {what} must be a table `[{prefix}{t}]`", t)
     if diags:
-        raise RulekitError(diags)
+        raise RulekitError(sorted(diags, key=Diagnostic.sort_key))
     return Project(path, rules, bundled, examples, analysis or None)
 
 
@@ -177,7 +184,8 @@ class CorpusChoice:
         """Is `file` one of the files reported on (in a reported folder, or a reported file)?"""
         f = Path(file).resolve()
         for p in self.report_paths:
-            if f == p or p in f.parents:
+            r = p.resolve()
+            if f == r or r in f.parents:
                 return True
         return False
 
@@ -214,20 +222,33 @@ def choose_corpus(paths: Sequence[str | Path] | None = None, *, bundled: bool | 
 
     if project is None and find:
         project = load_project(start)
-    own = [Path(p).resolve() for p in paths] if paths else list(project.rules if project else ())
+    # paths stay as written (messages and spans show them so); compared resolved
+    named = [Path(p) for p in paths] if paths else [_near(p) for p in (project.rules if project else ())]
     use_bundled = bundled if bundled is not None else (project.bundled if project and project.bundled is not None
                                                        else True)
-    home = bundled_rules_path().resolve()
-    if any(p == home for p in own):
-        own = [p for p in own if p != home]
-        use_bundled = True
-    own = list(dict.fromkeys(own))
+    home = bundled_rules_path()
+    home_r = home.resolve()
+    own: list[Path] = []
+    seen: set[Path] = set()
+    for p in named:
+        r = p.resolve()
+        if r == home_r:  # naming the bundled folder is naming the bundled corpus
+            use_bundled = True
+        elif r not in seen:
+            seen.add(r)
+            own.append(p)
     if not use_bundled and not own:
         raise NoRules("--no-bundled leaves no rules to load: name rule folders (or `rules` in the project file)")
     chosen = ([home] if use_bundled else []) + own
-    if not own and use_bundled:  # the bundled corpus itself: it is what is reported on
-        return CorpusChoice(tuple(chosen), (), True, project)
     return CorpusChoice(tuple(chosen), tuple(own), use_bundled, project)
+
+
+def _near(p: Path) -> Path:
+    """A project path relative to the current folder when it is under it (how users name paths)."""
+    try:
+        return p.relative_to(Path.cwd())
+    except ValueError:
+        return p
 
 
 def example_paths(choice: CorpusChoice, explicit: Iterable[str | Path] | None = None) -> list[Path]:
@@ -237,10 +258,16 @@ def example_paths(choice: CorpusChoice, explicit: Iterable[str | Path] | None = 
         return [Path(p) for p in explicit]
     if choice.project is not None and choice.project.examples and choice.own:
         return list(choice.project.examples)
+    return examples_beside(choice.report_paths)
+
+
+def examples_beside(rule_paths: Iterable[str | Path]) -> list[Path]:
+    """`examples/` beside each rules folder's parent (a repository's layout), when it exists."""
     out: list[Path] = []
-    for p in choice.report_paths:
+    for p in rule_paths or ():
+        p = Path(p)
         folder = p if p.is_dir() else p.parent
-        cand = folder.parent / "examples"
+        cand = folder.resolve().parent / "examples"
         if cand.is_dir() and cand not in out:
             out.append(cand)
     return out
