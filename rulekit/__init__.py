@@ -14,9 +14,6 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
-# the distribution's name on the package index (`pip install rulekit-gpu`); the import
-# package and the command are `rulekit`.  `rulekit` on the index is an unrelated library.
-DISTRIBUTION = "rulekit-gpu"
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -32,6 +29,7 @@ _EXPORTS = {
     "MetricSeries": "rulekit.inputs.metrics",
     "parse_job_record": "rulekit.inputs.jobrecord",
     "Session": "rulekit.engine.session",
+    "DISTRIBUTION": "rulekit.config",
 }
 
 __all__ = ["setup_rules", "load_corpus", "Session", "Observation", "JobInfo", "JobInfoBuilder", "SchedulerFailure",

@@ -178,7 +178,7 @@ def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
 
-        from rulekit import DISTRIBUTION
+        from rulekit.config import DISTRIBUTION
 
         try:
             v = version(DISTRIBUTION)

@@ -48,7 +48,7 @@ def _version() -> str:
     try:
         from importlib.metadata import version
 
-        from rulekit import DISTRIBUTION
+        from rulekit.config import DISTRIBUTION
 
         return version(DISTRIBUTION)
     except Exception:  # not installed (source tree on sys.path)

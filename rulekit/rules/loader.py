@@ -260,10 +260,18 @@ def _check_symptoms(v: "_Validator") -> None:
         _check_blame(v, f"symptom `{s.name}`", s.blame, s.action, s.span, symptom=s.name)
         prev = v.symptoms.get(s.name)
         if prev is not None:
-            v.add("RK202", f"symptom `{s.name}` is registered twice", s.span,
+            v.add("RK202", f"symptom `{s.name}` is registered twice{_bundled_hint(prev.span)}", s.span,  # type: ignore[attr-defined]
                   [Related(prev.span, "first registered here")] if prev.span else [], symptom=s.name)  # type: ignore[attr-defined]
         else:
             v.symptoms[s.name] = s
+
+
+def _bundled_hint(first: Span | None) -> str:
+    """When a name's first definition is the bundled corpus's: how to put one's own in its place."""
+    if first is None or not _is_bundled(Path(first.file).parent):
+        return ""
+    return (": the bundled rules define it (rename yours, or load your folder alone with --no-bundled "
+            "or `bundled = false` in rulekit.toml)")
 
 
 def _check_aliases(v: "_Validator") -> None:
@@ -297,7 +305,8 @@ def _check_rules(v: "_Validator") -> None:
     for rule in v.ruleset.rules:
         prev = v.rules.get(rule.name)
         if prev is not None:
-            v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span})", rule.span,  # type: ignore[attr-defined]
+            v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span}){_bundled_hint(prev.span)}",  # type: ignore[attr-defined]
+                  rule.span,
                   [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
             continue
         v.rules[rule.name] = rule
