@@ -209,9 +209,24 @@ class Event:
         return self.event_type == _INTERESTING
 
     def to_evidence(self) -> dict[str, Any]:
-        return {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
-                "source": self.label or self.source, "line_num": self.line_num, "timestamp": self.timestamp,
-                "datum": self.datum}
+        out = {"event_type": self.event_type, "symptom": self.symptom, "node": self.node, "rule": self.rule,
+               "source": self.label or self.source, "line_num": self.line_num, "timestamp": self.timestamp,
+               "datum": self.datum}
+        if self.event_type == _INTERESTING:
+            demoted = self.demotion()
+            if demoted is not None:
+                out["demoted"] = demoted
+        return out
+
+    def demotion(self) -> dict[str, str] | None:
+        """The last demotion from bad to interesting (`{"rule", "reason"}`), when one made it
+        what it is now (a promotion since undoes it); None for evidence never demoted."""
+        for h in reversed(self.payload.get("history") or ()):
+            if h.get("action") == "demote":
+                return {"rule": h.get("rule") or "", "reason": h.get("reason") or ""}
+            if h.get("action") == "promote":
+                return None
+        return None
 
 
 class TraceEntry(NamedTuple):
