@@ -103,3 +103,37 @@ def test_the_library_snippet_runs_as_pasted(doc, tmp_path):
         said = re.search(re.escape(code) + r"```\s*\n+It prints `([^`]*)`", text)
         if said:
             assert p.stdout.strip() == said.group(1), (p.stdout, said.group(1))
+
+
+def test_the_vsix_is_built_not_promised():
+    """No `.vsix` is checked in: every document that names one says how to build it (`make vsix`),
+    and that target runs the extension's own package script, which writes the file named."""
+    import json as _json
+
+    make = (REPO / "Makefile").read_text("utf-8")
+    target = make.split("\nvsix:", 1)[1].split("\n\n", 1)[0]
+    assert "npm ci" in target and "npm run -s package" in target
+    script = _json.loads((REPO / "vscode-extension" / "package.json").read_text("utf-8"))["scripts"]["package"]
+    assert "--out rulekit.vsix" in script
+    for doc in (REPO / "lsp" / "README.md", REPO / "vscode-extension" / "README.md"):
+        text = doc.read_text("utf-8")
+        assert "rulekit.vsix" in text and "make vsix" in text, doc
+    assert not list((REPO / "vscode-extension").glob("*.vsix")) or "*.vsix" in (REPO / ".gitignore").read_text()
+
+
+def test_make_demo_installs_only_what_the_demo_needs():
+    """`make demo` installs the package alone; the test extra (pytest, the LSP test client, the
+    browser driver, ...) comes with `make test`."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+
+    def commands(target: str) -> list[str]:
+        out = subprocess.run(["make", "-n", "-B", target], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return [ln for ln in out.stdout.splitlines() if "pip install" in ln and "--upgrade pip" not in ln]
+
+    demo = commands("demo")
+    assert demo and all("[test]" not in ln and ln.rstrip().endswith("-e .") for ln in demo), demo
+    assert any('.[test]' in ln for ln in commands("test"))

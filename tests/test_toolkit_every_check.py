@@ -34,6 +34,7 @@ def fired() -> dict[str, list]:
 
     add(check_paths([FIX / "check"]).diagnostics)
     add(check_paths([FIX / "empty"]).diagnostics)
+    add(check_paths([FIX / "rulekit"]).diagnostics)  # RK009: a rule folder named like the package
     add(load_corpus([FIX / "plugins"], plugin_timeout=0.5).diagnostics)  # RK006 (a short limit), RK007
     add(load_settings(FIX / "bad_settings.toml")[1])
     try:  # RK008: a project file with a key it does not know

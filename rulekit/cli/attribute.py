@@ -16,6 +16,7 @@ attributed but some evidence could not be read (an error note such as RK509).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -284,7 +285,9 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, j
             console.print(f"  ... {len(ev) - 25} more (use --format json)")
     for note in r.get("notes", []):
         sp = note.get("span") or {}
-        where = f"{sp.get('file')}:{sp.get('line')}: " if sp else ""
+        file = str(sp.get("file") or "")
+        where = "" if not file or file in note["message"] else (
+            f"{file}:{sp.get('line')}: " if os.path.isfile(file) else f"{file}: ")  # a folder has no line
         if note.get("severity") == "error":
             console.print(f"[bold red]error {note['code']}[/]: {escape(where + note['message'])}")
         else:

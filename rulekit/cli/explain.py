@@ -91,9 +91,10 @@ def explain(
     try:
         data = (explain_line(res.engine, job_dir, ref.file, ref.line, rule) if ref
                 else explain_job(res.engine, job_dir, rule))
-    except RulekitError as e:
-        for d in e.diagnostics:
-            typer.echo(f"error: {d.message}", err=True)
+    except RulekitError as e:  # each located (`job.toml:2:1: error RK502 ...`), as `attribute` says it
+        from rulekit.cli.render import print_diagnostics
+
+        print_diagnostics(e.diagnostics, err=True)
         raise typer.Exit(ExitStatus.USAGE)
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2, default=str))

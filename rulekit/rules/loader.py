@@ -517,6 +517,10 @@ class RuleLoader:
                                                Span(str(path), 1, 1)))
             return
         files = sorted(f for f in path.iterdir() if f.is_file() and is_rule_file(f))
+        if path.resolve().name == "rulekit" and not _is_bundled(path):
+            self.diagnostics.append(Diagnostic(
+                "RK009", f"rule folder `{path}` is named `rulekit`: a script beside it that imports rulekit "
+                "imports this folder instead; name it `rules`", Span(str(path), 1, 1)))
         self._probe([f for f in files if f.suffix == ".py"], path)
         if not files and not any(f.name.endswith(".test.toml") for f in path.iterdir()):
             self.diagnostics.append(Diagnostic("RK005", f"`{path}` holds no rule files (*.toml, *.rule, *.py)",
