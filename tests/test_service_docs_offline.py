@@ -17,6 +17,9 @@ CHROMIUM = "/usr/bin/chromium"
 TEAM_RULES = REPO / "tests" / "fixtures" / "team_repo" / "rules"
 
 
+SERVING: list[str] = []  # the line `rulekit serve` printed
+
+
 @pytest.fixture(scope="module")
 def service():
     proc = subprocess.Popen([sys.executable, "-m", "rulekit", "serve", "--port", "0", "--no-bundled", "--rules",
@@ -30,6 +33,7 @@ def service():
             if not line:
                 raise AssertionError(f"the Service ended ({proc.wait(10)})")
             if line.startswith("rulekit serving"):
+                SERVING.append(line.strip())
                 url = line.split(" on ", 1)[1].split(" with ", 1)[0]
         assert url
         for _ in range(100):
@@ -88,3 +92,17 @@ def test_api_pages_render_with_the_network_closed(service, path, ready, shot):
             browser.close()
     assert refused == [], f"the page tried the network: {refused}"
     assert (ARTIFACTS / shot).stat().st_size > 10_000
+
+
+def test_the_documented_start_line_is_the_one_printed(service):
+    """docs/service.md shows the start line with placeholders, not a past run's counts."""
+    import re
+
+    doc = (REPO / "docs" / "service.md").read_text("utf-8")
+    (shown,) = re.findall(r"`(rulekit serving [^`]*)`", doc)
+    pattern = re.escape(shown)
+    for word, rx in (("N", r"\d+"), ("HASH", r"[0-9a-f]{12}"), ("P/T", r"\d+/\d+")):
+        pattern = pattern.replace(re.escape(word), rx, 1)
+    pattern = pattern.replace(re.escape("http://127.0.0.1:8000"), r"http://127\.0\.0\.1:\d+")
+    assert re.fullmatch(pattern, SERVING[0]), (shown, SERVING[0])
+    assert not re.search(r"serving \d+ rules", doc), "docs/service.md quotes a count"
