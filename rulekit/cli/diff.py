@@ -77,7 +77,8 @@ def diff(
     head: Optional[str] = typer.Argument(None, metavar="[HEAD]",
                                          help="Rules folder or git revision to compare to (default: --rules on disk)."),
     rules: Optional[Path] = typer.Option(None, "--rules", "-r",
-                                         help="The rules folder a git revision refers to (default: the bundled rules)."),
+                                         help="The rules folder a git revision refers to (default: the project file's "
+                                              "first `rules` folder, else the bundled rules)."),
     jobs: Optional[list[Path]] = typer.Option(None, "--jobs", "-J",
                                               help="A job directory or a folder of them (default: examples/ beside the rules)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json or github"),
@@ -86,6 +87,9 @@ def diff(
 ) -> None:
     """Attribute job directories with two rule revisions and report what moved."""
     check_format(fmt, ("text", "json", "github"))
+    if rules is None:  # the project file's rule folder (its first), else the bundled rules
+        named = choose_or_exit(None, True).own  # (which folder; whether the bundled rules go under: below)
+        rules = Path(named[0]) if named else None
     rules_dir = rules or bundled_rules_path()
     if not rules_dir.is_dir():
         typer.echo(f"error: {rules_dir}: no such rules folder", err=True)
