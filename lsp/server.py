@@ -11,6 +11,7 @@ again for the same version.  No analysis lives here.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -378,6 +379,9 @@ def did_change_watched_files(ls: RulekitLanguageServer, params: T.DidChangeWatch
         path = convert.uri_to_path(ev.uri)
         if path is None:
             continue
+        if os.path.basename(path) in ("rulekit.toml", "pyproject.toml"):  # the project file: which folders
+            ls.reconfigure(ls.ws.roots)
+            return
         c = ls.ws.disk_changed(path, deleted=ev.type == T.FileChangeType.Deleted)
         if c is not None and c not in touched:
             touched.append(c)
