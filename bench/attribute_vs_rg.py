@@ -190,8 +190,14 @@ def rulekit(*args: str, pin: bool = True, extra_env: dict | None = None) -> dict
     return r
 
 
+def one_result(stdout: str) -> dict:
+    """The one result of a `--format json` run (a list of one; an older rulekit printed the object)."""
+    got = json.loads(stdout)
+    return got[0] if isinstance(got, list) else got
+
+
 def summary(stdout: str) -> str:
-    res = json.loads(stdout)
+    res = one_result(stdout)
     rc = res.get("root_cause") or {}
     return f"{res['outcome']}/{rc.get('symptom')}@{rc.get('node')}, {len(res.get('evidence', []))}+{res.get('evidence_omitted', 0)} evidence"
 
@@ -254,7 +260,7 @@ def section_rss(args, material, report: dict) -> None:
         job = build_job(f"realistic-{size:g}MiB", size, REALISTIC_INJECT * 100, True, material)
         r = rulekit(str(job), pin=args.pin)
         actual = (job / "applog" / "train.log").stat().st_size / MiB
-        res = json.loads(r["out"])
+        res = one_result(r["out"])
         report.setdefault("rss", []).append({"size_mb": actual, "rss": r["rss"], "wall": r["wall"], "cpu": r["cpu"]})
         print(f"{actual:>8.0f} MiB log: peak RSS {r['rss'] / MiB:6.0f} MiB, {r['wall']:.2f} s wall, "
               f"{r['cpu']:.2f} s CPU, evidence omitted {res.get('evidence_omitted', 0)}", flush=True)

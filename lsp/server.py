@@ -11,6 +11,7 @@ again for the same version.  No analysis lives here.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +124,14 @@ class RulekitLanguageServer(LanguageServer):
         self.ws.configure(roots, self.settings)
         self.published.clear()
         self.publish_all()
+        by_file: dict[str, list] = {}
+        for d in self.ws.project_problems:  # a bad rulekit.toml / [tool.rulekit]: on the file itself
+            by_file.setdefault(d.span.file if d.span else "", []).append(d)
+        for path, diags in by_file.items():
+            if path:
+                self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+                    uri=convert.path_to_uri(path), diagnostics=[convert.diagnostic(d, self.text_of, self.settings.code_docs_url)
+                                                                for d in diags]))
         memory.trim()
         for c in self.ws.corpora:
             self.schedule_lint(c)
@@ -370,6 +379,9 @@ def did_change_watched_files(ls: RulekitLanguageServer, params: T.DidChangeWatch
         path = convert.uri_to_path(ev.uri)
         if path is None:
             continue
+        if os.path.basename(path) in ("rulekit.toml", "pyproject.toml"):  # the project file: which folders
+            ls.reconfigure(ls.ws.roots)
+            return
         c = ls.ws.disk_changed(path, deleted=ev.type == T.FileChangeType.Deleted)
         if c is not None and c not in touched:
             touched.append(c)

@@ -34,12 +34,15 @@ class Settings:
     plugin_timeout_ms: int = 10_000
     # template for codeDescription links ({code} is replaced); empty: no link
     code_docs_url: str = ""
+    # the bundled rules under each rule folder (None: the project file's `bundled`, else true);
+    # false: a folder is a corpus of its own
+    bundled: bool | None = None
 
 
 _ALIASES = {  # camelCase (what editors send) -> field name
     "ruleFolders": "rule_folders", "debounceMs": "debounce_ms", "runTestsOnChange": "run_tests_on_change",
     "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "lintConfig": "lint_config", "exampleFolders": "example_folders",
-    "codeDocsUrl": "code_docs_url", "pluginTimeoutMs": "plugin_timeout_ms",
+    "codeDocsUrl": "code_docs_url", "pluginTimeoutMs": "plugin_timeout_ms", "bundled": "bundled",
 }
 
 
@@ -70,6 +73,8 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
 
 
 def _convert(value: Any, default: Any, name: str) -> tuple[bool, Any]:
+    if name == "bundled":
+        return (True, value) if value is None or isinstance(value, bool) else (False, f"expected true/false, got {value!r}")
     if isinstance(default, bool):
         return (True, value) if isinstance(value, bool) else (False, f"expected true/false, got {value!r}")
     if isinstance(default, int):

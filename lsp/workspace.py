@@ -152,9 +152,17 @@ class Analysis:
 
 
 class Corpus:
-    def __init__(self, folders: Iterable[str | Path], settings: Settings | None = None, defer_plugins: bool = False):
+    def __init__(self, folders: Iterable[str | Path], settings: Settings | None = None, defer_plugins: bool = False,
+                 context: Iterable[str | Path] = ()):
         self.folders = [str(Path(f).resolve()) for f in folders]
         self.settings = settings or Settings()
+        # folders loaded underneath (the bundled rules under a user's own): their rules and
+        # symptoms are known, their files are never published, tested or linted (`rulekit check
+        # DIR` does the same), and they are read once per process (`context_files`)
+        self.context_folders = [str(Path(f).resolve()) for f in context if str(Path(f).resolve()) not in self.folders]
+        self.context: dict[str, FileState] = {}
+        for f in self.context_folders:
+            self.context.update(context_files(f, self.settings))
         # defer_plugins: a plugin not yet probed (rulekit.rules.sandbox) is not executed
         # here; it waits in `awaiting` for the server to probe it off the event loop
         self.defer_plugins = defer_plugins
@@ -179,13 +187,20 @@ class Corpus:
         return os.path.dirname(path) in self.folders
 
     def order(self) -> list[str]:
-        """Files in the loader's order: per folder, sorted rule files, then *.test.toml."""
+        """Files in the loader's order: the context folders', then per folder, sorted rule
+        files, then *.test.toml."""
         out = []
-        for folder in self.folders:
-            mine = [p for p in self.files if os.path.dirname(p) == folder]
-            out += sorted((p for p in mine if self.files[p].kind != "tests"), key=os.path.basename)
-            out += sorted((p for p in mine if self.files[p].kind == "tests"), key=os.path.basename)
+        for folders, files in ((self.context_folders, self.context), (self.folders, self.files)):
+            for folder in folders:
+                mine = [p for p in files if os.path.dirname(p) == folder]
+                out += sorted((p for p in mine if files[p].kind != "tests"), key=os.path.basename)
+                out += sorted((p for p in mine if files[p].kind == "tests"), key=os.path.basename)
         return out
+
+    def state(self, path: str) -> FileState:
+        """A file of the corpus, its own or a context folder's."""
+        st = self.files.get(path)
+        return st if st is not None else self.context[path]
 
     def load(self) -> None:
         self.folder_diags = []
@@ -293,7 +308,7 @@ class Corpus:
         plugin_texts: list[str] = []
         diags = list(self.folder_diags)
         for p in self.order():
-            st = self.files[p]
+            st = self.state(p)
             rs.extend(st.ruleset)
             texts[p] = st.text
             diags.extend(st.diags)
@@ -302,7 +317,8 @@ class Corpus:
         registry = SymptomRegistry(rs.symptoms, rs.outcome_rules)
         # the loader's corpus-wide checks (CORPUS_CHECKS + FINALIZE); a plugin's mentions
         # count with the text last executed, its literals with the text in the editor
-        diags.extend(_loader.check_corpus(rs, registry, {p: st.text for p, st in self.files.items() if st.kind == "py"},
+        diags.extend(_loader.check_corpus(rs, registry, {p: st.text for p, st in (*self.context.items(),
+                                                                                   *self.files.items()) if st.kind == "py"},
                                           plugin_texts))
         diags = _loader.hold_back_follow_ons(_loader.apply_suppressions(diags, texts), texts)
         rules: dict[str, object] = {}
@@ -318,7 +334,7 @@ class Corpus:
         seen: set[tuple] = set()
 
         def add(d: Diagnostic) -> None:
-            if d.span is None:
+            if d.span is None or d.span.file in self.context:  # a context folder's file: not ours to report
                 return
             key = (d.code, d.span, d.message)
             if key in seen:
@@ -397,7 +413,7 @@ class Corpus:
         rules = set(a.rules)
         idx: dict[tuple[str, str], list[tuple[str, Occurrence]]] = {}
         for p in self.order():
-            for o in self.files[p].occ:
+            for o in self.state(p).occ:
                 kind = o.kind
                 if o.role == STR:
                     kind = SYMPTOM if o.name in symptoms else RULE if o.name in rules else None
@@ -431,7 +447,7 @@ class Corpus:
         """A snapshot of the tests to run: the rules defined in `paths` (all when None),
         or one rule; `jobs` adds the job-level cases of those files."""
         a = self.analyze()
-        wanted = set(paths) if paths is not None else None
+        wanted = set(paths) if paths is not None else (set(self.files) if self.context else None)
         rules = [r for r in a.ruleset.rules if getattr(r, "tests", ())
                  and (rule is None or r.name == rule or r.name.split("[")[0] == rule)
                  and (wanted is None or r.span.file in wanted)]
@@ -467,7 +483,8 @@ class Corpus:
         self.lint_generation += 1
         results = self.full_run[1] if self.full_run and self.full_run[0] == self.edit_generation else None
         return LintJob(self.lint_generation, a, list(self.files), self.settings.sample_log, results,
-                       self.settings.lint_config, edit_generation=self.edit_generation)
+                       self.settings.lint_config, edit_generation=self.edit_generation,
+                       focus=frozenset(self.files) if self.context else None)
 
     def apply_lint(self, job: "LintJob", diags: list[Diagnostic]) -> bool:
         """Adopt a lint's findings; False (nothing changed) when a newer lint was started
@@ -494,7 +511,7 @@ def _rule_key(rule) -> tuple:
 def _test_key(rule, t, aliases: dict[str, str]) -> tuple:
     """What a test result depends on: the rule's content and the test's own fields
     (a line test's line, a metric test's samples, ...), never its position."""
-    fields = tuple((f.name, repr(getattr(t, f.name))) for f in dataclasses.fields(t) if f.name != "span")
+    fields = tuple((f.name, repr(getattr(t, f.name))) for f in dataclasses.fields(t) if f.name not in ("span", "parts"))
     metric = (getattr(rule, "metric", None), repr(getattr(rule, "condition", None)), repr(getattr(rule, "labels", None)))
     return (_rule_key(rule), metric, fields, aliases.get(getattr(t, "symptom", None) or "", None))
 
@@ -593,6 +610,7 @@ class LintJob:
     lint_config: str | None = None
     edit_generation: int = 0  # the corpus's edit generation of the snapshot
     stop: Cancellable = field(default_factory=Cancellable)  # its corpus was rebuilt: stop at a checkpoint
+    focus: frozenset[str] | None = None  # the files linted (None: all); the rest is context
 
     def checkpoint(self) -> None:
         FOREGROUND.checkpoint()
@@ -634,14 +652,81 @@ class LintJob:
             config, _problems = load_settings(self.lint_config)  # bad keys keep their defaults, as in the CLI
         _warm_lint_memo()
         try:
+            focus = self.focus
             diags = list(lint_corpus(load_result, sample, config, self.test_results, cost=False,
-                                     checkpoint=self.checkpoint))
+                                     checkpoint=self.checkpoint,
+                                     focus=(lambda f: f in focus) if focus is not None else None))
         except Exception:  # noqa: BLE001 - lint is advisory; its failure must not take diagnostics down
             return []
         from rulekit.analysis.lint import save_memo
 
         save_memo()  # only when it grew: the next server's first lint is then incremental too
         return diags
+
+
+# ---- context folders (the bundled rules under a user's own) ---------------------------------
+
+_CONTEXT: dict[str, tuple[tuple, dict[str, FileState]]] = {}
+
+
+def _folder_signature(folder: str) -> tuple:
+    try:
+        return tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder)
+                            if e.is_file() and is_rule_path(e.path)))
+    except OSError:
+        return ()
+
+
+def context_files(folder: str, settings: Settings) -> dict[str, FileState]:
+    """A context folder's files, parsed (and its plugins executed) once per process and
+    shared by every corpus that has it underneath; read again when its files change."""
+    sig = _folder_signature(folder)
+    got = _CONTEXT.get(folder)
+    if got is None or got[0] != sig:
+        got = _CONTEXT[folder] = (sig, dict(Corpus([folder], settings).files))
+    return got[1]
+
+
+def choose_corpora(roots: list[str], settings: Settings) -> tuple[list[tuple[list[str], list[str]]], list[Diagnostic]]:
+    """(own folders, context folders) of each corpus the workspace holds, and the problems of
+    its project file: the `ruleFolders` setting, else the project file found from the first
+    root upward (`rulekit.rules.project`, what the command line reads), else every folder
+    under the roots that holds rule files, each its own corpus.  The bundled rules go under
+    each (unless the `bundled` setting or the project file says false, or the folder is the
+    bundled folder itself)."""
+    from rulekit.diagnostics import RulekitError
+    from rulekit.rules.project import load_project
+
+    problems: list[Diagnostic] = []
+    project = None
+    if roots:
+        try:
+            project = load_project(roots[0])
+        except RulekitError as e:
+            problems = list(e.diagnostics)
+    use_bundled = settings.bundled if settings.bundled is not None else (
+        project.bundled if project is not None and project.bundled is not None else True)
+    home = str(_loader.bundled_rules_path().resolve())
+
+    def under(folders: list[str]) -> list[str]:
+        return [home] if use_bundled and home not in folders else []
+
+    if settings.rule_folders:
+        folders = []
+        for f in settings.rule_folders:
+            fp = Path(f)
+            if not fp.is_absolute() and roots:
+                fp = Path(roots[0]) / fp
+            folders.append(str(fp.resolve()))
+        return [(folders, under(folders))], problems
+    if project is not None and project.rules:
+        folders = [str(p if p.is_dir() else p.parent) for p in project.rules]
+        return [(folders, under(folders))], problems
+    out = []
+    for r in roots:
+        for folder in detect_rule_folders(r):
+            out.append(([folder], under([folder])))
+    return out, problems
 
 
 # ---- the workspace -------------------------------------------------------------------------
@@ -692,6 +777,7 @@ class Workspace:
         self.roots: list[str] = []
         self.corpora: list[Corpus] = []
         self._bundled: Corpus | None = None
+        self.project_problems: list[Diagnostic] = []  # RK008: the project file's, published on it
 
     def configure(self, roots: Iterable[str], settings: Settings | None = None) -> None:
         if settings is not None:
@@ -699,27 +785,25 @@ class Workspace:
         self.roots = [str(Path(r).resolve()) for r in roots]
         open_texts = {p: st for c in self.corpora for p, st in c.files.items() if st.is_open}
         self.corpora = []
-        if self.settings.rule_folders:
-            folders = []
-            for f in self.settings.rule_folders:
-                fp = Path(f)
-                if not fp.is_absolute() and self.roots:
-                    fp = Path(self.roots[0]) / fp
-                folders.append(str(fp.resolve()))
-            self.corpora.append(Corpus(folders, self.settings, self.defer_plugins))
-        else:
-            for r in self.roots:
-                for folder in detect_rule_folders(r):
-                    self.corpora.append(Corpus([folder], self.settings, self.defer_plugins))
+        chosen, self.project_problems = choose_corpora(self.roots, self.settings)
+        for folders, context in chosen:
+            self.corpora.append(Corpus(folders, self.settings, self.defer_plugins, context=context))
         for p, st in open_texts.items():
             self.open(p, st.text, st.version)
+
+    def _context_for(self, folder: str) -> list[str]:
+        """What goes under a corpus started for a file outside the configured folders."""
+        home = str(_loader.bundled_rules_path().resolve())
+        bundled = self.settings.bundled if self.settings.bundled is not None else True
+        return [home] if bundled and folder != home else []
 
     def corpus_for(self, path: str, create: bool = True) -> Corpus | None:
         for c in self.corpora:
             if c.contains(path):
                 return c
         if create and is_rule_path(path) and Path(path).parent.name != "common":
-            c = Corpus([str(Path(path).parent)], self.settings, self.defer_plugins)
+            folder = str(Path(path).parent.resolve())
+            c = Corpus([folder], self.settings, self.defer_plugins, context=self._context_for(folder))
             self.corpora.append(c)
             return c
         return None

@@ -29,6 +29,7 @@ _EXPORTS = {
     "MetricSeries": "rulekit.inputs.metrics",
     "parse_job_record": "rulekit.inputs.jobrecord",
     "Session": "rulekit.engine.session",
+    "DISTRIBUTION": "rulekit.config",
 }
 
 __all__ = ["setup_rules", "load_corpus", "Session", "Observation", "JobInfo", "JobInfoBuilder", "SchedulerFailure",

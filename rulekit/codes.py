@@ -139,6 +139,28 @@ the language server's protocol stream).""",
 print("loaded")
 """, file="noisy.py",
        fix="remove the print, or use `logging`."),
+    _c("RK008", "project-file", "error", "The project file (rulekit.toml or [tool.rulekit]) is invalid.",
+       what="""reports a problem in the project file every face reads its corpus from
+(`rulekit.toml`, or a `[tool.rulekit]` table of `pyproject.toml`, found from the current
+folder upward): TOML syntax, an unknown key, a value of the wrong type, or a rule or
+example folder that does not exist.""",
+       why="""the CLI, the language server, the Service and the Blueprint all load the corpus it
+names; a typo there would silently load another corpus (the bundled rules alone).""",
+       example='`rule = ["rules"]` in rulekit.toml (the key is `rules`)',
+       not_from_rule_file="the project file, not a rule file",
+       fix="""use the keys `rules` (folders), `bundled` (true/false), `examples` (folders) and the
+tables `[lint]` / `[coverage]`; make the folders exist (relative to the file)."""),
+    _c("RK009", "folder-named-rulekit", "warning", "A rule folder is named `rulekit`, the name of the package.",
+       what="""warns when a rule folder is called `rulekit`: a script beside it that does
+`import rulekit` (`python script.py`) imports the folder instead of the package, since
+Python puts the script's folder first on its path.""",
+       why="""the script then fails with an ImportError that does not say why (`cannot import
+name 'setup_rules' from 'rulekit'`); the `rulekit` command itself is not affected.""",
+       example="`rulekit check rulekit/`, where rulekit/ holds rule files",
+       not_from_rule_file="the rule folder's name, not a file's content",
+       fix="""name the folder `rules/` (the layout docs/rule-authoring.md shows), or run scripts
+with `python -P script.py` (Python 3.11+; or `PYTHONSAFEPATH=1`), which does not put the
+script's folder on the path."""),
     # ---- RK1xx: schema -----------------------------------------------------------
     _c("RK101", "unknown-key", "error", "A rule table has a key the schema does not know.",
        what="reports a key that is not part of the rule schema (often a typo).",

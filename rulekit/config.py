@@ -23,6 +23,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+# the distribution's name on the package index (`pip install rulekit-gpu`); the import package
+# and the command are `rulekit` (`rulekit` on the index is an unrelated library)
+DISTRIBUTION = "rulekit-gpu"
+
 
 @dataclass(frozen=True)
 class GlobalConfig:

@@ -75,6 +75,18 @@ def test_xid154_action_overrides_the_symptoms_action(bundled):
     assert (b["node"], b["blame"], b["confidence"]) == ("node-02", "node", "certain")
     assert bundled.registry.info("XID-149-NVLINK_SIGNAL_INTEGRITY").action == "reset_gpu"
     assert b["action"] == "drain_and_reset" and b["action_from"] == "XID-154-RECOVERY_ACTION_CHANGED"
+    # one action per node: the root cause on node-02 says what node-02's entry says
+    rc = r["root_cause"]
+    assert (rc["node"], rc["action"], rc["action_from"]) == ("node-02", "drain_and_reset",
+                                                              "XID-154-RECOVERY_ACTION_CHANGED")
+
+
+def test_a_root_on_no_bad_node_keeps_its_symptoms_action(bundled):
+    """A workload root (no bad node) keeps its symptom's own action and no `action_from`."""
+    r = attribute_dir(bundled, ROOT / "examples" / "cuda-oom")
+    assert r["bad_nodes"] == [] and r["root_cause"] is not None
+    assert r["root_cause"]["action"] == bundled.registry.info(r["root_cause"]["symptom"]).action
+    assert "action_from" not in r["root_cause"]
 
 
 def _attribute_applog(engine, job, lines: list[str]) -> tuple[dict, list]:
@@ -200,6 +212,9 @@ def test_no_job_with_a_no_fault_outcome_blames_a_node(bundled, source):
             wrong.append(f"{where}: {r['outcome']} but bad_nodes {[b['node'] for b in r['bad_nodes']]}")
         wrong += [f"{where}: {b['node']} in bad_nodes with blame {b['blame']}" for b in r["bad_nodes"]
                   if b["blame"] not in NODE_BLAMES]
+        rc = r.get("root_cause") or {}
+        wrong += [f"{where}: root cause says action {rc.get('action')}, its node {b['node']} says {b['action']}"
+                  for b in r["bad_nodes"] if b["node"] == rc.get("node") and b["action"] != rc.get("action")]
         want = expect.get("outcome")
         if want in NO_FAULT and expect.get("bad_nodes"):
             wrong.append(f"{where}: expects {want} with bad_nodes {expect['bad_nodes']}")

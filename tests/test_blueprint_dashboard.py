@@ -93,8 +93,7 @@ def _free_port() -> int:
     return port
 
 
-@pytest.fixture(scope="module")
-def server(db):
+def _serve(db):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "rulekit", "dashboard", "--db", str(db), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -114,18 +113,68 @@ def server(db):
         proc.wait(10)
 
 
-def test_the_dashboard_in_a_real_browser(server):
+@pytest.fixture(scope="module")
+def server(db):
+    yield from _serve(db)
+
+
+@pytest.fixture(scope="module")
+def timed_server(db, tmp_path_factory):
+    """A store with train-0142 as the timestamp work will give it: application-log evidence with times
+    (five NCCL rows on node-01 in one second), scheduler rows still without."""
+    import json as _json
+    import sqlite3
+
+    from rulekit.blueprint.store import open_db, upsert
+
+    r = _json.loads(sqlite3.connect(db).execute("SELECT result_json FROM results WHERE key='train-0142#0'").fetchone()[0])
+    r["job_id"], r["key"] = "train-0142-timed", "train-0142-timed#0"
+    ev = r["verdict"]["evidence"]
+    k = 0
+    for e in ev:
+        if e["timestamp"] is None and str(e["source"]).startswith("applog"):
+            e["timestamp"] = "2026-06-01T03:22:41" if k < 5 else f"2026-06-01T03:2{3 + k % 5}:0{k % 10}"
+            if k < 5:
+                e["node"] = "node-01"
+            k += 1
+    extra = dict(ev[-1], timestamp=None, source="scheduler", line_num=None, symptom="SLURM_JOB_END", node=None)
+    ev.append(extra)
+    path = tmp_path_factory.mktemp("timed") / "timed.db"
+    con = open_db(path)
+    upsert(con, r)
+    con.close()
+    yield from _serve(path)
+
+
+def _browser():
     playwright = pytest.importorskip("playwright.sync_api")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (.ci/run installs Debian's chromium)")
+    return playwright
+
+
+def _launch(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"])
+
+
+def _shot(page, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000, path
+    return path
+
+
+def test_the_dashboard_in_a_real_browser(server):
+    playwright = _browser()
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
+        browser = _launch(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(server + "/jobs")
+            _shot(page, "dashboard-jobs.png")
             page.select_option("select[name=outcome]", "hardware")
             page.click("button[type=submit]")
             rows = page.locator("table.jobs tr")
@@ -135,30 +184,93 @@ def test_the_dashboard_in_a_real_browser(server):
             body = page.locator("main").inner_text()
             assert "HARDWARE" in page.locator(".diagnosis").inner_text().upper()
             assert "nvlink" in page.locator(".diagnosis").inner_text()
+            # next to the root cause: its action and the command to paste
+            root = page.locator("div.root")
+            assert "XID-149-NVLINK_SIGNAL_INTEGRITY" in root.inner_text() and "drain_and_reset" in root.inner_text()
+            assert root.locator("pre.command").inner_text() == (
+                'scontrol update nodename=node-02 state=drain '
+                'reason="rulekit: XID-149-NVLINK_SIGNAL_INTEGRITY in job train-0142: drain_and_reset"')
             bad = page.locator("table.bad-nodes").inner_text()
             assert "node-02" in bad and "XID-149-NVLINK_SIGNAL_INTEGRITY" in bad
-            ev = page.locator("table.evidence").inner_text()
-            assert "syslog/node-02.log:3" in ev and "NETIR_LINK_EVT" in ev
+            ev = page.locator("table.evidence")
+            assert "syslog/node-02.log:3" in ev.inner_text() and "NETIR_LINK_EVT" in ev.inner_text()
+            # why each demoted symptom was demoted
+            nccl = ev.locator("tr", has_text="NCCL_IB_RETRY_EXCEEDED").first.inner_text()
+            assert "demoted by Xid149AndNvlinkFiltering: consequence of XID-149-NVLINK_SIGNAL_INTEGRITY" in nccl
             assert "NCCL_IB_RETRY_EXCEEDED" in body
             svg = page.locator("svg.timeline")
             assert svg.is_visible()
             box = svg.bounding_box()
             assert box and box["width"] > 500 and box["height"] > 100
-            marker = page.locator("svg.timeline circle[data-symptom='XID-149-NVLINK_SIGNAL_INTEGRITY']")
-            assert marker.count() >= 1 and marker.first.get_attribute("data-node") == "node-02"
+            assert "root cause" in svg.text_content() and "blames the node" in svg.text_content()  # the legend
+            marker = page.locator("svg.timeline g.ev[data-symptom='XID-149-NVLINK_SIGNAL_INTEGRITY'] circle").last
+            assert marker.count() == 1
+            assert marker.locator("xpath=..").get_attribute("data-node") == "node-02"
             # placed at its time (03:12:40 of a 03:00-03:31 job), not in the "no time" column
-            assert 0.3 < (float(marker.first.get_attribute("cx")) - 130) / (900 - 130 - 90) < 0.5
+            assert 0.3 < (float(marker.get_attribute("cx")) - 140) / (1000 - 140 - 96 - 20) < 0.5
             assert "local-files" in page.locator("table.coverage").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "dashboard-job.png"), full_page=True)
+            _shot(page, "dashboard-job.png")
+            svg.screenshot(path=str(ARTIFACTS / "dashboard-timeline.png"))
+            # the raw lines around the root cause's evidence, from the store
+            page.locator("div.root a.ctx").click()
+            assert "/context?" in page.url
+            hit = page.locator("table.lines tr.hit").inner_text()
+            assert "NETIR_LINK_EVT" in hit and hit.startswith("3")
+            assert page.locator("table.lines tr").count() >= 5
+            assert "HandleXidBurstEvents" in page.locator("table.line-evidence").inner_text()
+            _shot(page, "dashboard-context.png")
+            page.go_back()
+            # a node name leads to the fleet page of that node
+            page.locator("table.bad-nodes a", has_text="node-02").click()
+            assert page.url.endswith("/fleet/node/node-02")
+            assert "2 distinct job(s)" in page.locator("main").inner_text()
+            _shot(page, "dashboard-node.png")
             page.goto(server + "/fleet")
             fleet = page.locator("table.fleet tr").nth(1).inner_text()
             assert "node-02" in fleet and "2" in fleet.split()
-            page.click("table.fleet >> text=node-02")
-            assert "2 distinct job(s)" in page.locator("main").inner_text()
-            page.screenshot(path=str(ARTIFACTS / "dashboard-fleet.png"), full_page=True)
+            _shot(page, "dashboard-fleet.png")
         finally:
             browser.close()
-    assert (ARTIFACTS / "dashboard-job.png").stat().st_size > 10_000
+
+
+def test_evidence_with_times_in_a_real_browser(timed_server):
+    """Evidence with and without times (the fixture gives the application log's rows times,
+    five of them in one second on one node): time order, the untimed rows after, and no
+    marker hidden under another on the timeline."""
+    playwright = _browser()
+    with playwright.sync_playwright() as p:
+        browser = _launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(timed_server + "/jobs/train-0142-timed%230")
+            times = [t.strip() for t in page.locator("table.evidence tr.ev td:first-child").all_inner_texts()]
+            timed = [t for t in times if t != "no time"]
+            assert len(timed) >= 8 and timed == sorted(timed)
+            assert times[:len(timed)] == timed and set(times[len(timed):]) <= {"no time"}  # untimed rows last
+            assert "row(s) whose line carries no time stamp follow" in page.locator("main").inner_text()
+            # the five at 03:22:41 on node-01: not stacked invisibly
+            circles = page.locator("svg.timeline g.ev > circle:not([fill=none])")
+            spots = [(c.get_attribute("cx"), c.get_attribute("cy")) for c in circles.all()]
+            assert len(spots) == len(set(spots)), "two markers drawn at one spot"
+            counted = page.locator("svg.timeline g.ev[data-count]:not([data-count='1'])")
+            assert counted.count() >= 1 and "×" in counted.first.text_content()
+            total = sum(int(g.get_attribute("data-count")) for g in page.locator("svg.timeline g.ev").all())
+            shown = len(page.locator("table.evidence tr.ev").all())
+            assert total == shown  # every piece of evidence is on the timeline, counted or drawn
+            _shot(page, "dashboard-job-timed.png")
+            page.locator("svg.timeline").screenshot(path=str(ARTIFACTS / "dashboard-timeline-timed.png"))
+        finally:
+            browser.close()
+
+
+def test_context_lines_come_only_from_the_store(client):
+    ok = client.get("/api/jobs/train-0142%230/context", params={"source": "syslog/node-02.log", "line": 3})
+    assert ok.status_code == 200 and ok.json()["line_num"] == 3 and len(ok.json()["lines"]) >= 5
+    for bad in ({"source": "../../../../etc/passwd", "line": 1}, {"source": "/etc/passwd", "line": 1},
+                {"source": "syslog/node-02.log", "line": 999}):
+        r = client.get("/jobs/train-0142%230/context", params=bad)
+        assert r.status_code == 404 and "root:" not in r.text
+    assert client.get("/jobs/train-0142%230/context", params={"source": "x", "line": "y"}).status_code == 400
 
 
 def test_incomplete_evidence_is_shown(tmp_path, db):

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from rulekit.cli import app
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "xid149-nvlink"
+REPO = EXAMPLE.parent.parent
 runner = CliRunner()
 
 
@@ -25,8 +26,20 @@ def test_text_diagnosis():
 def test_json_contract():
     r = runner.invoke(app, ["attribute", str(EXAMPLE), "--format", "json"])
     assert r.exit_code == 0
-    out = json.loads(r.stdout)
+    (out,) = json.loads(r.stdout)  # a list whatever the number of jobs: a glob does not change the shape
     assert out["outcome"] == "hardware" and out["bad_nodes"][0]["node"] == "node-02"
+
+
+def test_json_lines_one_result_a_line_in_argument_order(tmp_path):
+    dirs = _copies(tmp_path, 2) + [str(REPO / "examples" / "cuda-oom")]
+    r = runner.invoke(app, ["attribute", *dirs, "--format", "jsonl", "-j", "2"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert [json.loads(ln)["job_id"] for ln in lines] == ["xid149-nvlink", "xid149-nvlink", "oom-1"]
+    one = runner.invoke(app, ["attribute", dirs[2], "--format", "jsonl"]).stdout
+    assert one.count("\n") == 1 and json.loads(one) == json.loads(lines[2])
+    listed = json.loads(runner.invoke(app, ["attribute", *dirs, "--format", "json"]).stdout)
+    assert listed == [json.loads(ln) for ln in lines]
 
 
 def test_trace_option_prints_the_phases():
@@ -78,7 +91,7 @@ def test_python_dash_m_runs_the_cli():
 
     r = subprocess.run([sys.executable, "-m", "rulekit", "attribute", str(EXAMPLE), "--format", "json"],
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and json.loads(r.stdout)["outcome"] == "hardware"
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["outcome"] == "hardware"
 
 
 def _copies(tmp_path, n):
@@ -105,7 +118,8 @@ def test_several_dirs_name_each_result_and_one_bad_dir_loses_nothing(tmp_path):
         assert r.exit_code == 1, r.output
         assert r.stdout.count("HARDWARE / nvlink") == 2
         assert f"({good[0]}): HARDWARE" in r.stdout and f"({good[1]}): HARDWARE" in r.stdout
-        assert f"error: {bad}/job.toml:2:1:" in r.stderr  # located, on stderr ...
+        assert f"{bad}/job.toml:2:1: error RK502" in r.stderr  # located (one "error", not two), on stderr ...
+        assert "error: " + bad not in r.stderr
         assert "job.toml" not in r.stdout  # ... and only there
         assert "Traceback" not in r.output
 
@@ -128,7 +142,7 @@ def test_trace_is_kept_in_the_pool(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert all(o["trace"] and any(t["rule"] == "Xid149AndNvlinkFiltering" for t in o["trace"]) for o in out)
-    single = json.loads(runner.invoke(app, ["attribute", dirs[0], "--trace", "--format", "json"]).stdout)
+    (single,) = json.loads(runner.invoke(app, ["attribute", dirs[0], "--trace", "--format", "json"]).stdout)
     assert out[0] == single
 
 
@@ -224,7 +238,7 @@ def test_pool_json_is_the_bytes_of_the_whole_list_printed_at_the_end(tmp_path):
     bad = _bad_dir(tmp_path)
     args = [good[0], bad, good[1], good[0]]
     two = runner.invoke(app, ["attribute", *args, "-j", "2", "--format", "json"])
-    singles = [json.loads(runner.invoke(app, ["attribute", d, "--format", "json"]).stdout) for d in args]
+    singles = [json.loads(runner.invoke(app, ["attribute", d, "--format", "json"]).stdout)[0] for d in args]
     assert two.exit_code == 1
     singles[1] = json.loads(two.stdout)[1]  # the failure record (exit 2 alone)
     assert two.stdout == json.dumps(singles, indent=2, default=str) + "\n"

@@ -53,7 +53,7 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def test_attribute_ends_without_teardown_with_its_whole_output_and_atexit_run(env):
     p = _run("attribute", "--format", "json", str(EXAMPLE), env=env)
     assert p.returncode == 0, p.stderr
-    assert json.loads(p.stdout)["root_cause"]["symptom"]  # the whole JSON, flushed
+    assert json.loads(p.stdout)[0]["root_cause"]["symptom"]  # the whole JSON, flushed
     assert "@@atexit" in p.stderr
     assert "@@teardown" not in p.stderr
 

@@ -13,6 +13,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
+from rulekit import DISTRIBUTION
 from rulekit.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +23,7 @@ PY_TYPES = re.compile(r"<(?:str|int|float|bool|path|Path|list\[[^\]]*\])>|list\[
 
 def test_version():
     p = subprocess.run([sys.executable, "-m", "rulekit", "--version"], capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0 and p.stdout.strip() == f"rulekit {version('rulekit')}"
+    assert p.returncode == 0 and p.stdout.strip() == f"rulekit {version(DISTRIBUTION)}"
 
 
 @pytest.mark.parametrize("cmd", [None, *COMMANDS])

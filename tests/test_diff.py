@@ -27,8 +27,11 @@ def _git(cwd: Path, *args: str) -> None:
 
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    """A rule repository: rules/ (the bundled corpus) and examples/ (four golden jobs), one commit."""
+    """A rule repository: rules/ (a copy of the bundled corpus, `bundled = false` in its rulekit.toml) and
+    examples/ (four golden jobs), one commit."""
     shutil.copytree(bundled_rules_path(), tmp_path / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    # a copy of the bundled corpus is a corpus of its own: not on top of the bundled rules
+    (tmp_path / "rulekit.toml").write_text("bundled = false\n")
     for j in JOBS:
         shutil.copytree(REPO / "examples" / j, tmp_path / "examples" / j)
     _git(tmp_path, "init", "-q")

@@ -310,7 +310,7 @@ def test_unrelated_toml_outside_rule_folders_is_ignored(tmp_path: Path):
     assert w.open(str(py), '[project]\nname = "x"\n') is None
     rules = tmp_path / "new" / "mine.toml"
     rules.parent.mkdir()
-    text = '[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n'
+    text = '[[symptom]]\nname = "MY_UNUSED_SYMPTOM"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\nblame = "node"\n'
     rules.write_text(text)
     c = w.open(str(rules), text)
     assert c is not None and c.folders == [str(rules.parent)]

@@ -116,8 +116,10 @@ def test_workspace_diagnostics_equal_cli(name: str):
     folder = folder_or_skip(name)
     procs = cli_for(name)
     _, config, sample = CORPORA[name]
+    # as `rulekit check DIR` and the server load a folder: the bundled rules underneath (unless it is them)
+    under = [] if folder == bundled_rules_path().resolve() else [bundled_rules_path()]
     c = Corpus([folder], Settings(lint_config=str(config) if config else None,
-                                  sample_log=str(sample) if sample else None))
+                                  sample_log=str(sample) if sample else None), context=under)
     mine = {key(d.to_dict()) for ds in c.diagnostics_by_file().values() for d in ds}
     if cli_has("lint"):
         job = c.lint_job()

@@ -178,3 +178,23 @@ async def test_background_job_exceptions_reach_the_awaiting_coroutine():
     with pytest.raises(ValueError, match="lint failed"):
         await Scheduler.background(boom)
     assert await Scheduler.background(lambda: 42) == 42
+
+
+async def test_project_file_change_reconfigures(client: LanguageClient):
+    """Writing a project file into the workspace while the server runs: the server
+    reloads which folders are the corpus and reports the file's own problems on it."""
+    project = client.ws / "rulekit.toml"  # type: ignore[attr-defined]
+    project.write_text('rules = ["no-such-folder"]\n')
+    published = client.protocol.wait_for_notification_async(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    client.workspace_did_change_watched_files(T.DidChangeWatchedFilesParams(changes=[
+        T.FileEvent(uri=project.as_uri(), type=T.FileChangeType.Created)]))
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        got = client.diagnostics.get(project.as_uri())
+        if got:
+            break
+        await asyncio.sleep(0.1)
+    got = client.diagnostics.get(project.as_uri()) or []
+    assert [d.code for d in got] == ["RK008"], got
+    assert "no-such-folder" in got[0].message
+    published.cancel()

@@ -20,7 +20,7 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
                    check=True, capture_output=True, text=True)
-    [whl] = out.glob("rulekit-*.whl")
+    [whl] = out.glob("rulekit_gpu-*.whl")
     return whl
 
 
@@ -49,8 +49,17 @@ def test_installed_wheel_attributes_the_example_from_another_directory(wheel, tm
     r = subprocess.run([str(env_dir / "bin" / "rulekit"), "attribute", str(REPO / "examples" / "xid149-nvlink"),
                         "--format", "json"], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    (out,) = json.loads(r.stdout)
     assert out["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY"
     where = subprocess.run([str(py), "-c", "import rulekit, rulekit.rules.loader as l; print(l.bundled_rules_path())"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert where.startswith(str(env_dir)), where  # the wheel's own rules, not the checkout's
+    # a rule folder named `rulekit` where it runs: the command, `python -m rulekit` and a script
+    # beside it still get the installed package (a folder without __init__.py never shadows it)
+    (elsewhere / "rulekit").mkdir()
+    (elsewhere / "rulekit" / "rules.toml").write_text("# rule files\n")
+    (elsewhere / "script.py").write_text("import rulekit\nprint(rulekit.setup_rules)\n")
+    for argv in ([str(env_dir / "bin" / "rulekit"), "--version"], [str(py), "-m", "rulekit", "--version"],
+                 [str(py), "script.py"]):
+        r = subprocess.run(argv, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and ("rulekit 0" in r.stdout or "setup_rules" in r.stdout), (argv, r.stderr)

@@ -109,7 +109,7 @@ def test_plugin_output_is_a_note_and_stdout_stays_json(tmp_path, cmd):
         assert "hello from plugin" in note["message"] and "raw fd write" in note["message"]
         assert note["severity"] == "info" and note["span"]["file"].endswith("noisy.py")
     else:
-        assert d["job_id"]
+        assert d[0]["job_id"]
 
 
 def test_probe_verdicts_are_cached_by_content(tmp_path):

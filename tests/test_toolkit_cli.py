@@ -142,7 +142,7 @@ def test_explain_bundled_example_names_the_cascade():
 def test_k_selects_cases():
     rc, out, _ = run("test", str(FIX / "lint"), "-k", "GpuFallenOff", "--format", "json")
     d = json.loads(out)
-    assert rc == 0 and d["summary"] == {"passed": 2, "failed": 0, "error": 0}
+    assert rc == 0 and d["summary"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0}
     assert {r["rule"] for r in d["results"]} == {"GpuFallenOff"}
 
 

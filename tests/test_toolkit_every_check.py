@@ -14,7 +14,9 @@ from rulekit.analysis.lint import lint_corpus
 from rulekit.analysis.settings import load_settings
 from rulekit.analysis.testrun import default_example_paths, run_tests
 from rulekit.codes import CODES
+from rulekit.diagnostics import RulekitError
 from rulekit.rules.loader import load_corpus
+from rulekit.rules.project import read_project
 
 FIX = Path(__file__).parent / "fixtures" / "every_check"
 
@@ -32,8 +34,13 @@ def fired() -> dict[str, list]:
 
     add(check_paths([FIX / "check"]).diagnostics)
     add(check_paths([FIX / "empty"]).diagnostics)
+    add(check_paths([FIX / "rulekit"]).diagnostics)  # RK009: a rule folder named like the package
     add(load_corpus([FIX / "plugins"], plugin_timeout=0.5).diagnostics)  # RK006 (a short limit), RK007
     add(load_settings(FIX / "bad_settings.toml")[1])
+    try:  # RK008: a project file with a key it does not know
+        read_project(FIX / "project" / "rulekit.toml")
+    except RulekitError as e:
+        add(e.diagnostics)
     settings, bad = load_settings(FIX / "lint_settings.toml")
     assert not bad
     load = load_corpus([FIX / "lint"])

@@ -4,6 +4,8 @@ index).  Pure: returns spans and edits; no LSP types, no I/O.
 """
 from __future__ import annotations
 
+import os
+
 import re
 
 from rulekit.diagnostics import Span
@@ -67,6 +69,10 @@ def rename(corpus: Corpus, path: str, line: int, col: int, new_name: str) -> dic
         return f"`{new_name}` is not a valid {kind} name"
     if (kind, new_name) in corpus.index() and new_name != occ.name:
         return f"a {kind} named `{new_name}` already exists"
+    fixed = sorted({p for p, _ in occs if p in corpus.context})
+    if fixed:  # the bundled rules under this folder are read, never edited from here
+        return (f"`{occ.name}` is also named in the bundled rules ({os.path.basename(fixed[0])}): "
+                f"they are not edited from here")
     edits: dict[str, list[Edit]] = {}
     for p, o in occs:
         if o.edit_prefix:

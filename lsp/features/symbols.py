@@ -94,8 +94,8 @@ def workspace_symbols(corpora: list[Corpus], query: str) -> list[SymbolEntry]:
         for (kind, name), occs in c.index().items():
             if q and q not in name.lower():
                 continue
-            for _, o in occs:
-                if o.role == DEF:
+            for p, o in occs:
+                if o.role == DEF and p not in c.context:  # the bundled rules underneath are not the workspace's
                     out.append(SymbolEntry(name, kind, o.span, o.span, kind))
                     break
     out.sort(key=lambda s: (not s.name.lower().startswith(q), s.name))

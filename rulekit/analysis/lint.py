@@ -455,10 +455,12 @@ def _fix_case(w: str, a: Rule, b: Rule, winner: Rule) -> str | None:
 
 
 def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any],
-                   engine: Any = None, checkpoint: Callable[[], None] | None = None) -> list[Diagnostic]:
+                   engine: Any = None, checkpoint: Callable[[], None] | None = None,
+                   focus: set[str] | None = None) -> list[Diagnostic]:
     """RK306 / RK307.  A pair is reported when both rules fire on a real line (the
     benign sample or the corpus's own test lines: the witness is that line), or
-    when the exact search constructs a line where their matches overlap."""
+    when the exact search constructs a line where their matches overlap.  focus: rule
+    names; only pairs with at least one of them are searched (default: every pair)."""
     hits = scan.hits
     out = []
     budget, rep = int(cfg["overlap_state_budget"]), int(cfg["max_repeat_expansion"])
@@ -489,6 +491,8 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
         return _memo_search(kind, lambda *_: fn(nfa(x), nfa(y), *more), x.match_re, y.match_re, *more)
 
     for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint):
+        if focus is not None and a.name not in focus and b.name not in focus:
+            continue
         if checkpoint is not None:
             checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
         both = supported(a) and supported(b)
@@ -553,34 +557,57 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
 
 # ---- the whole lint ---------------------------------------------------------------------------------
 
+def _moved_to(d: Diagnostic, own: Related) -> Diagnostic:
+    """`d` located at its related place `own` (a rule of the user's), its own place as the related one."""
+    import dataclasses
+
+    rule = (d.data or {}).get("rule")
+    rest = tuple(r for r in d.related if r is not own)
+    here = Related(d.span, f"`{rule}` is defined here" if rule else "also here") if d.span is not None else None
+    return dataclasses.replace(d, span=own.span, related=((here,) if here else ()) + rest)
+
+
 def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[str, Any] | None = None,
                 test_results: Iterable[Any] | None = None, cost: bool = True,
-                checkpoint: Callable[[], None] | None = None) -> list[Diagnostic]:
+                checkpoint: Callable[[], None] | None = None,
+                focus: Callable[[str], bool] | None = None) -> list[Diagnostic]:
     """Every lint finding of a loaded corpus (see the module docstring).
 
     config: full settings (`analysis.settings.settings()`), default the defaults.
     test_results: results of running the corpus's tests; adds RK402 / RK403.
-    cost: measure per-rule cost (RK308); off for reproducible output."""
+    cost: measure per-rule cost (RK308); off for reproducible output.
+    focus: which files are linted (a predicate on a rule's file; default: all).  The
+    other rules (the bundled corpus under a user's own) are context: a user rule that
+    overlaps one of them is reported, their own findings are not (and not searched)."""
     cfg = dict((config or default_settings())["lint"])
     cov_cfg = (config or default_settings())["coverage"]
     data = _default_sample() if sample is None else sample
     rules = _lint_rules(load)
+
+    def mine(span: Span | None) -> bool:
+        return focus is None or (span is not None and focus(span.file))
+
+    own = [r for r in rules if mine(r.span)] if focus is not None else rules
     diags: list[Diagnostic] = []
-    if rules:
+    if own:
         from rulekit.extract.accel import Accelerator
 
         acc = Accelerator([r.match_re for r in rules], sample=data)
         extra = [t.line for r in rules for t in r.tests]
         extra += [ln for c in load.ruleset.job_tests for o in c.observations for ln in o.lines]
         scan = scan_sample(rules, acc, data, extra)
-        diags += literal_checks(rules, acc, cfg)
-        diags += broad_checks(rules, scan, cfg)
+        diags += literal_checks(own, acc, cfg)
+        diags += broad_checks(own, scan, cfg)
         if cost:
-            diags += cost_checks(rules, data, cfg)
+            diags += cost_checks(own, data, cfg)
         if cfg["overlap"]:
-            diags += overlap_checks(rules, scan, cfg, load.engine, checkpoint)
+            names = {r.name for r in own} if focus is not None else None
+            diags += overlap_checks(rules, scan, cfg, load.engine, checkpoint, names)
     diags += [d for d in load.diagnostics if d.code == "RK205"]
     if test_results is not None and cfg["coverage"] and load.engine is not None:
         cov = static_coverage(load.engine, cov_cfg) + run_coverage(load.engine, test_results, cov_cfg)
         diags += [d for d in cov if d.code in ("RK402", "RK403")]
+    if focus is not None:  # a finding between a rule of one's own and a context rule sits at one's own
+        diags = [d if mine(d.span) else _moved_to(d, next(r for r in d.related if mine(r.span)))
+                 for d in diags if mine(d.span) or any(mine(r.span) for r in d.related)]
     return sorted(apply_suppressions(diags, load.texts), key=Diagnostic.sort_key)

@@ -45,16 +45,22 @@ class TestResult:
     error: str | None = None  # the case could not be run
     fired: set[str] = field(default_factory=set)
     symptoms: set[str] = field(default_factory=set)
+    skipped: str | None = None  # not run, and why (an error in the corpus it depends on)
 
     @property
     def status(self) -> str:
+        if self.skipped:
+            return "skipped"
         return "error" if self.error else ("passed" if self.passed else "failed")
 
     def to_dict(self) -> dict[str, Any]:
         s = self.span
-        return {"kind": self.kind, "name": self.name, "status": self.status, "rule": self.rule,
-                "file": s.file if s else None, "line": s.line if s else None,
-                "expected": self.expected, "actual": self.actual, "mismatches": self.mismatches, "error": self.error}
+        d = {"kind": self.kind, "name": self.name, "status": self.status, "rule": self.rule,
+             "file": s.file if s else None, "line": s.line if s else None,
+             "expected": self.expected, "actual": self.actual, "mismatches": self.mismatches, "error": self.error}
+        if self.skipped:
+            d["skipped"] = self.skipped
+        return d
 
     def diagnostic(self) -> Diagnostic:
         code = "RK405" if self.error else "RK401"
@@ -112,17 +118,40 @@ def run_line_test(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule, tes
             if not events:
                 mismatches.append("expected a match, but the rule did not match the line")
             else:
-                got = ", ".join(f"{_short(e.event_type)} {e.symptom} on {e.node}" for e in events)
-                mismatches.append(f"expected {test.expect} {test.symptom or ''}".rstrip() + f"; got {got}")
-                for k, v in test.captures:
-                    vals = {str(e.fields.get(k)) for e in events}
-                    if v not in vals:
-                        mismatches.append(f"capture `{k}`: expected {v!r}, got {sorted(vals)}")
+                mismatches += _what_differs(engine, test, want_type, events)
     return TestResult("line", name, not mismatches, test.span, rule.name, expected, actual, mismatches,
                       fired={e.rule for e in events if e.rule}, symptoms={e.symptom for e in events if e.symptom})
 
 
 _short = short_type  # the stored event type's rule-file name (rulekit.rules.model)
+
+
+def _what_differs(engine: RuleEngine, test: LineTest, want_type: str, events: list) -> list[str]:
+    """What the nearest emitted event has that the test did not expect, one clause per
+    field that differs (`node: expected 'node-02', got none`), so a failure's headline
+    says what is wrong rather than restating what matched."""
+    sym = engine.registry.canonical(test.symptom) if test.symptom else None
+
+    def differences(e) -> list[str]:
+        out = []
+        if e.event_type != want_type:
+            out.append(f"type: expected {test.expect}, got {_short(e.event_type)}")
+        if sym is not None and e.symptom != sym:
+            out.append(f"symptom: expected {test.symptom!r}, got {e.symptom!r}" if e.symptom else
+                       f"symptom: expected {test.symptom!r}, got none")
+        if test.node is not None and e.node != test.node:
+            out.append(f"node: expected {test.node!r}, got " + (repr(e.node) if e.node else
+                       "none (the line names no node: rank prefix, syslog host or NCCL host prefix)"))
+        for k, v in test.captures:
+            got = e.fields.get(k)
+            if str(got) != v:
+                out.append(f"capture `{k}`: expected {v!r}, got " + (repr(str(got)) if got is not None else "none"))
+        return out
+
+    nearest = min((differences(e) for e in events), key=len)
+    if len(events) > 1:
+        nearest = [*nearest, f"(nearest of {len(events)} events the line produced)"]
+    return nearest
 
 
 def run_metric_test(engine: RuleEngine, rule: MetricRule, test: MetricTest, index: int = 0) -> TestResult:
@@ -152,9 +181,14 @@ def run_metric_test(engine: RuleEngine, rule: MetricRule, test: MetricTest, inde
         want = event_type_name(test.expect)
         sym = engine.registry.canonical(test.symptom) if test.symptom else None
         if not any(e.event_type == want and (sym is None or e.symptom == sym) for e in events):
-            mismatches.append("expected the rule to fire, but its condition never held long enough" if not events else
-                              f"expected {test.expect} {test.symptom or ''}".rstrip()
-                              + "; got " + ", ".join(f"{_short(e.event_type)} {e.symptom}" for e in events))
+            if not events:
+                mismatches.append("expected the rule to fire, but its condition never held long enough")
+            else:
+                e = events[0]
+                if e.event_type != want:
+                    mismatches.append(f"type: expected {test.expect}, got {_short(e.event_type)}")
+                if sym is not None and e.symptom != sym:
+                    mismatches.append(f"symptom: expected {test.symptom!r}, got {e.symptom!r}")
     return TestResult("metric", name, not mismatches, test.span, rule.name, expected, actual, mismatches,
                       fired={e.rule for e in events if e.rule}, symptoms={e.symptom for e in events if e.symptom})
 

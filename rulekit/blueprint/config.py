@@ -1,7 +1,8 @@
 """Blueprint configuration: a folder of TOML files -> a validated `BlueprintConfig`.
 
 Files (read in name order, merged):
-    [blueprint]  rules = ["dir", ...]  (rule folders; default: the bundled rules)
+    [blueprint]  rules = ["dir", ...]  (rule folders on top of the bundled rules; default: the
+                 project file's, rulekit.rules.project), bundled = true | false
     [[context]]  type = "static" | "slurm" | "kueue" | "pkg.module:Class", ...
     [[logs]]     type = "local" | "loki" | "kubernetes" | "pkg.module:Class", ...
     [[metrics]]  type = "prometheus" | "pkg.module:Class", ...
@@ -27,7 +28,7 @@ from rulekit.rules.toml_frontend import Locator, Region, toml_error_span
 
 KINDS = ("context", "logs", "metrics")
 TOP_KEYS = {"blueprint", "fleet", *KINDS}
-BLUEPRINT_KEYS = {"rules", "name"}
+BLUEPRINT_KEYS = {"rules", "name", "bundled"}
 _TYPE_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "table"}
 
 
@@ -145,6 +146,7 @@ class Section:
 class BlueprintConfig:
     files: list[Path] = field(default_factory=list)
     rules: list[Path] = field(default_factory=list)
+    bundled: bool | None = None  # [blueprint] bundled: the bundled rules under `rules` (None: the project file's say)
     contexts: list[Any] = field(default_factory=list)
     logs: list[Any] = field(default_factory=list)
     metrics: list[Any] = field(default_factory=list)
@@ -220,6 +222,7 @@ def _load_file(path: Path, cfg: BlueprintConfig, diags: list[Diagnostic]) -> Non
                 diags.append(Diagnostic("RK603", f"rule folder {r!r} does not exist (looked in {p})", sec.span("rules")))
             cfg.rules.append(p)
         sec.get("name", str)
+        cfg.bundled = sec.get("bundled", bool, None)
         sec.check_unknown(BLUEPRINT_KEYS)
     fl = data.get("fleet")
     if fl is not None:

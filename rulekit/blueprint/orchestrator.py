@@ -27,6 +27,7 @@ from rulekit.blueprint import limits
 from rulekit.blueprint.config import BlueprintConfig
 from rulekit.blueprint.limits import CONNECTOR_DEADLINE_S, Deadline
 from rulekit.blueprint.connectors.base import Output
+from rulekit.blueprint.linecontext import evidence_context
 from rulekit.blueprint.metrics_shape import series_dict
 from rulekit.blueprint.model import Attempt, ConnectorError, Coverage, Window, iso
 from rulekit.engine.session import Session
@@ -237,6 +238,8 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
         "verdict": verdict,
         "coverage": {"complete": complete, "collectors": [c.to_dict() for c in coverage]},
         "metrics": [summarize(series_dict(m)) for m in metrics],
+        # the raw lines around each piece of evidence, for the dashboard (served from the store)
+        "evidence_context": evidence_context(verdict, observations),
         "engine": attributor.mode,
         "attributed_at": iso(datetime.now(timezone.utc)),
     }

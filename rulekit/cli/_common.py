@@ -27,6 +27,32 @@ def check_paths_exist(paths: Sequence[Path] | None) -> None:
             fail(f"{p}: no such file or folder")
 
 
+BUNDLED_HELP = ("Load the bundled rules under the named ones (the default); --no-bundled: only the named ones. "
+                "Default from rulekit.toml / [tool.rulekit] `bundled`.")
+
+
+def bundled_option() -> Any:
+    """`--bundled/--no-bundled`: None when not given (the project file decides)."""
+    return typer.Option(None, "--bundled/--no-bundled", help=BUNDLED_HELP, show_default=False)
+
+
+def choose_or_exit(paths: Sequence[Path | str] | None, bundled: bool | None) -> Any:
+    """The corpus to load (`rulekit.rules.project.choose_corpus`: the bundled rules, the
+    named paths or the project file's): a bad project file prints its RK008 problems, and
+    `--no-bundled` without rules one line; both exit `ExitStatus.USAGE`."""
+    from rulekit.cli.render import print_diagnostics
+    from rulekit.diagnostics import RulekitError
+    from rulekit.rules.project import NoRules, choose_corpus
+
+    try:
+        return choose_corpus(list(paths) if paths else None, bundled=bundled)
+    except RulekitError as e:
+        print_diagnostics(e.diagnostics, err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    except NoRules as e:
+        fail(str(e))
+
+
 def load_engine_or_exit(paths: Sequence[Path | str] | None, *, what: str | None = None, hint: str | None = None) -> Any:
     """Load a corpus (default: the bundled rules) with the engine options of the
     environment; the `LoadResult`, whose `engine` is built.  A corpus that does not

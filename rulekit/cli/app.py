@@ -178,8 +178,10 @@ def _version(value: bool) -> None:
     if value:
         from importlib.metadata import PackageNotFoundError, version
 
+        from rulekit.config import DISTRIBUTION
+
         try:
-            v = version("rulekit")
+            v = version(DISTRIBUTION)
         except PackageNotFoundError:  # run from a source tree that is not installed
             v = "unknown (not installed)"
         typer.echo(f"rulekit {v}")

@@ -4,8 +4,10 @@ Loads the corpus once and attributes each job directory through one
 `rulekit.engine.jobrun.attribute_dir`: one directory here, in this process;
 several on an executor (`--executor local`, a process pool, or `dask`, see
 docs/batch.md), with a progress bar on a terminal.  Renders readable text by
-default (each result headed by its directory when there are several), the
-JSON contract with `--format json` (a list, in argument order).  Exit 0 when
+default (each result headed by its directory when there are several); `--format
+json` is always a list of results in argument order (one job or a glob of many:
+the same shape), `--format jsonl` one result object a line, each as soon as it and
+the jobs before it are done (docs/output.md).  Exit 0 when
 every job was attributed (whatever the outcome); 2 on bad usage, an invalid
 corpus, or when the one job given cannot be read; 1 when some of several jobs
 failed (their errors on stderr, the other results printed), or when every job was
@@ -14,6 +16,7 @@ attributed but some evidence could not be read (an error note such as RK509).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -24,7 +27,7 @@ import typer
 
 from rulekit.cli.app import app
 from rulekit.cli.batch import EXECUTOR_HELP, JOBS_HELP, SCHEDULER_HELP, TIMEOUT_HELP, check_executor, echo_failure, run_batch
-from rulekit.cli._common import load_engine_or_exit
+from rulekit.cli._common import bundled_option, check_paths_exist, choose_or_exit, load_engine_or_exit
 from rulekit.cli.status import ExitStatus
 from rulekit.executors import CorpusSpec, Job
 from rulekit.executors.base import run_job
@@ -63,8 +66,10 @@ class _BytesBar:
 @app.command()
 def attribute(
     job_dirs: list[Path] = typer.Argument(..., help="Job directories (job.toml, applog/, syslog/, observations.jsonl)."),
-    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: the bundled rules."),
-    fmt: str = typer.Option("text", "--format", "-f", help="text or json"),
+    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s) on top of the bundled rules "
+                                               "(default: the project file's `rules`)."),
+    bundled: Optional[bool] = bundled_option(),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, json (a list of results) or jsonl (one a line)"),
     jobs: int = typer.Option(0, "--jobs", "-j", help=JOBS_HELP),
     explain: bool = typer.Option(False, "--trace", help="Include the phase-by-phase trace (json) / print it (text)."),
     executor: str = typer.Option("local", "--executor", "-e", help=EXECUTOR_HELP),
@@ -72,14 +77,16 @@ def attribute(
     timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
 ) -> None:
     """Attribute job directories: outcome, root cause, bad nodes and the evidence trail."""
-    if fmt not in ("text", "json"):
-        typer.echo(f"error: unknown format {fmt!r}; use text or json", err=True)
+    if fmt not in ("text", "json", "jsonl"):
+        typer.echo(f"error: unknown format {fmt!r}; use text, json or jsonl", err=True)
         raise typer.Exit(ExitStatus.USAGE)
     check_executor(executor, scheduler)
     if len(job_dirs) == 1 and not job_dirs[0].is_dir():
         typer.echo(f"error: {job_dirs[0]}: not a job directory (no such folder)", err=True)
         raise typer.Exit(ExitStatus.USAGE)
-    engine = load_engine_or_exit(rules).engine
+    check_paths_exist(rules)
+    choice = choose_or_exit(rules, bundled)
+    engine = load_engine_or_exit(choice.load_paths).engine
     batch = [Job.of(d) for d in job_dirs]
     shown = {job: str(d) for job, d in zip(batch, job_dirs)}
     printer = _InOrder(batch, shown, fmt, explain)
@@ -94,9 +101,9 @@ def attribute(
             echo_failure(outcome, shown[batch[0]])
         outcomes = {batch[0]: outcome}
     else:  # results are printed in argument order as they come in, rendered by the workers (json)
-        outcomes = run_batch(executor, CorpusSpec.of(rules), batch, shown, engine=engine, scheduler=scheduler,
+        outcomes = run_batch(executor, CorpusSpec.of(choice.load_paths), batch, shown, engine=engine, scheduler=scheduler,
                              workers=jobs or None, timeout=timeout or None, with_trace=explain,
-                             render=json_text if fmt == "json" else None, on_outcome=printer.add)
+                             render=RENDERERS.get(fmt), on_outcome=printer.add)
     printer.finish(outcomes)
     ordered = [outcomes[job] for job in batch]
     results = [o.as_dict() for o in ordered]
@@ -112,13 +119,21 @@ def json_text(result: dict[str, Any]) -> str:
     return json.dumps(result, indent=2, default=str)
 
 
+def jsonl_text(result: dict[str, Any]) -> str:
+    """One result as a line of `--format jsonl` (compact: no newline inside)."""
+    return json.dumps(result, separators=(",", ":"), default=str)
+
+
+RENDERERS = {"json": json_text, "jsonl": jsonl_text}
+
+
 class _InOrder:
     """Prints the results of a batch in argument order, each as soon as it and every job
     before it are in (`add`, called as outcomes arrive), the rest at `finish`.  The
     bytes are those of printing the whole list at the end: for json, one result alone
-    is printed as an object, several as a list, each item `json_text` (the workers'
-    rendering, `JobOutcome.text`, when there is one) indented one level, as
-    `json.dumps(list, indent=2)` writes it; for text, each result headed by its
+    is a list of one, several a list, each item `json_text` (the workers' rendering,
+    `JobOutcome.text`, when there is one) indented one level, as `json.dumps(list,
+    indent=2)` writes it; for jsonl, one compact object a line; for text, each result headed by its
     directory when there are several, and a failure only on stderr (reported there
     once, as it finished).  Interrupted midway, the output stops after the last
     complete result."""
@@ -139,17 +154,17 @@ class _InOrder:
     def finish(self, outcomes: dict[Job, Any]) -> None:
         for o in outcomes.values():
             self.add(o)
-        if self.fmt == "json" and len(self.batch) > 1:
+        if self.fmt == "json":
             sys.stdout.write("\n]\n")
             sys.stdout.flush()
 
     def _print(self, job: Job, o: Any) -> None:
-        if self.fmt == "json":
-            text = o.text if o.ok and o.text is not None else json_text(o.as_dict())
-            if len(self.batch) == 1:
-                typer.echo(text)
-                return
-            sys.stdout.write(("[\n  " if self.next == 0 else ",\n  ") + text.replace("\n", "\n  "))
+        if self.fmt in RENDERERS:
+            text = o.text if o.ok and o.text is not None else RENDERERS[self.fmt](o.as_dict())
+            if self.fmt == "jsonl":
+                sys.stdout.write(text + "\n")
+            else:
+                sys.stdout.write(("[\n  " if self.next == 0 else ",\n  ") + text.replace("\n", "\n  "))
             sys.stdout.flush()
         elif o.ok:  # a failure was reported once, on stderr
             if self.console is None:
@@ -270,7 +285,9 @@ def render_text(console: Console, r: dict[str, Any], with_trace: bool = False, j
             console.print(f"  ... {len(ev) - 25} more (use --format json)")
     for note in r.get("notes", []):
         sp = note.get("span") or {}
-        where = f"{sp.get('file')}:{sp.get('line')}: " if sp else ""
+        file = str(sp.get("file") or "")
+        where = "" if not file or file in note["message"] else (
+            f"{file}:{sp.get('line')}: " if os.path.isfile(file) else f"{file}: ")  # a folder has no line
         if note.get("severity") == "error":
             console.print(f"[bold red]error {note['code']}[/]: {escape(where + note['message'])}")
         else:

@@ -8,6 +8,8 @@ anything itself.
 """
 from __future__ import annotations
 
+import re
+
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -37,10 +39,16 @@ def check_executor(name: str, scheduler: str | None) -> None:
         raise typer.Exit(ExitStatus.USAGE)
 
 
+_LOCATED = re.compile(r"^\S[^\n]*?:\d+:\d+: (?:error|warning|info|hint) RK\d{3} ")
+
+
 def echo_failure(outcome: JobOutcome, shown: str, console: Console | None = None) -> None:
     """One line on stderr: the job as the user named it, and its located error."""
     msg = (outcome.error or "").replace(outcome.job.label, shown)
-    line = f"error: {msg}" if msg.startswith(shown) else f"error: {shown}: {msg}"
+    if _LOCATED.match(msg):  # diagnostics already say `file:line:col: error CODE`: not a second "error:"
+        line = msg
+    else:
+        line = f"error: {msg}" if msg.startswith(shown) else f"error: {shown}: {msg}"
     if console is not None:
         from rich.markup import escape
 

@@ -45,6 +45,9 @@ def run_cmd(
     timeout: float = typer.Option(0, "--timeout", help=TIMEOUT_HELP),
     fleet: bool = typer.Option(True, "--fleet/--no-fleet", help="Attribute each attempt with its nodes' history "
                                "in the first sqlite output (the fleet's memory; see docs/blueprint.md)."),
+    bundled: Optional[bool] = typer.Option(None, "--bundled/--no-bundled", show_default=False,
+                                           help="Load the bundled rules under the config's `rules` (the default); "
+                                                "default from the config's [blueprint] `bundled`, then the project file."),
 ) -> None:
     """Attribute the jobs the configured connectors find and write the results."""
     check_executor(executor, scheduler)
@@ -79,13 +82,17 @@ def run_cmd(
         memory = FleetMemory(db, cfg.fleet)
     in_process = executor == "local" and jobs in (None, 1) and not timeout
     engine = None
+    from rulekit.cli._common import choose_or_exit
+
+    # the config's rules (else the project file's) on top of the bundled ones: what the CLI loads
+    corpus = choose_or_exit(cfg.rules or None, bundled if bundled is not None else cfg.bundled).load_paths
     if in_process and service:
         attributor = Attributor(service_url=service)
     elif not service:
         from rulekit.cli._common import load_engine_or_exit
 
         # checked here (located errors, exit 2), also before any worker starts
-        engine = load_engine_or_exit(cfg.rules or None).engine
+        engine = load_engine_or_exit(corpus).engine
         if in_process and jobs == 1:
             engine = engine.with_options(max_scan_workers=1)  # -j 1: one core
         attributor = Attributor(engine=engine)
@@ -104,7 +111,7 @@ def run_cmd(
             report = run(cfg, attributor, outs, window, job, on_result=summary, fleet=memory)
         else:
             report = _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler,
-                                      jobs, timeout, summary, memory)
+                                      jobs, timeout, summary, memory, corpus)
     finally:
         for o in outs:
             o.close()
@@ -117,7 +124,7 @@ def run_cmd(
 
 
 def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor, scheduler, jobs, timeout, summary,
-                     memory=None):
+                     memory=None, corpus=None):
     """The attempts as tasks on an executor (one task per attempt; results written here)."""
     from rulekit.blueprint.tasks import run_tasks
     from rulekit.executors import CorpusSpec, ExecutorError, make_executor
@@ -126,7 +133,7 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
         typer.echo(f"error: {key}: {error}", err=True)
 
     try:
-        ex = make_executor(executor, CorpusSpec.of(cfg.rules or None), engine=engine, address=scheduler,
+        ex = make_executor(executor, CorpusSpec.of(corpus), engine=engine, address=scheduler,
                            workers=jobs or None, timeout=timeout or None, cores=jobs or None)
     except ExecutorError as e:
         typer.echo(f"error: {e}", err=True)
@@ -140,13 +147,14 @@ def _run_on_executor(cfg, configs, outs, window, job, service, engine, executor,
 def dashboard(
     db: Path = typer.Option(..., "--db", help="SQLite store written by `rulekit blueprint run --output sqlite:PATH`."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8080, help="Port to listen on."),
+    port: int = typer.Option(8080, min=0, max=65535, help="Port to listen on (0: any free port)."),
     configs: Optional[Path] = typer.Option(None, "--configs", help="Blueprint config folder whose [fleet] section "
                                            "sets the fleet policy of the fleet page and /metrics."),
 ) -> None:
     """Serve the read-only dashboard and its JSON API over a result store."""
     from rulekit.blueprint.dashboard.app import create_app
     from rulekit.blueprint.store import StoreError, open_ro
+    from rulekit.cli.listen import bind_or_exit, url_host
 
     try:
         open_ro(db).close()
@@ -156,7 +164,11 @@ def dashboard(
     from rulekit.cli._common import fleet_policy_or_exit
 
     policy = fleet_policy_or_exit(configs)
+    sock = bind_or_exit(host, port)  # before printing the URL: a busy port is one line and exit 2
     import uvicorn
 
-    typer.echo(f"rulekit dashboard on http://{host}:{port}/ over {db}", err=True)
-    uvicorn.run(create_app(db, policy), host=host, port=port, log_level="warning")
+    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}", err=True)
+    try:
+        uvicorn.Server(uvicorn.Config(create_app(db, policy), log_level="warning")).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,6 +1,8 @@
 """`rulekit check [PATHS]`: load and validate a corpus and report every problem.
 
-Renders `rulekit.analysis.check.check_paths` as text with caret excerpts,
+The corpus is the named paths on top of the bundled rules (`--no-bundled`: the
+named paths alone), or the project file's (`rulekit.rules.project`).  Renders
+`rulekit.analysis.check.check_paths` as text with caret excerpts,
 `--format json`, `--format sarif` or `--format github`.  Exit 0 when clean (notes
 allowed), 1 when errors or warnings were found, 2 on a usage or I/O error.
 """
@@ -12,26 +14,28 @@ from typing import Optional
 import typer
 
 from rulekit.analysis.check import check_paths
-from rulekit.cli._common import check_format, check_paths_exist, write_output
+from rulekit.cli._common import bundled_option, check_format, check_paths_exist, choose_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.render import exit_code, render_diagnostics
 
 
 @app.command()
 def check(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
+    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the project file's "
+                                                            "`rules`, else the bundled rules)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
     watch: bool = typer.Option(False, "--watch", "-w", help="Check again whenever a rule file changes."),
+    bundled: Optional[bool] = bundled_option(),
 ) -> None:
     """Load and validate a rule corpus; report every problem at once."""
     check_format(fmt)
     check_paths_exist(paths)
+    choice = choose_or_exit(paths, bundled)
     if watch:
         from rulekit.cli.watch import watch_loop
-        from rulekit.rules.loader import bundled_rules_path
 
-        watch_loop(paths or [bundled_rules_path()], lambda: check(paths, fmt, output, False))
-    report = check_paths(paths or None)
+        watch_loop(list(choice.report_paths), lambda: check(paths, fmt, output, False, bundled))
+    report = check_paths(choice.load_paths)
     write_output(render_diagnostics(report.diagnostics, fmt, report.texts, tool="check"), output)
     raise typer.Exit(exit_code(report.diagnostics))

@@ -24,7 +24,7 @@ import typer
 
 from rulekit.analysis.diff import LABELS, DiffReport, JobDiff, diff_jobs, find_job_dirs
 from rulekit.analysis.testrun import default_example_paths
-from rulekit.cli._common import check_format, load_engine_or_exit, write_output
+from rulekit.cli._common import bundled_option, check_format, choose_or_exit, load_engine_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.formats import display_path
 from rulekit.cli.status import ExitStatus
@@ -67,8 +67,8 @@ def _git(cwd: Path, *args: str) -> bytes:
     return p.stdout
 
 
-def _load(folder: Path, label: str):
-    return load_engine_or_exit([folder], what=f"the rules of {label}").engine
+def _load(folder: Path, label: str, under: list[str]):
+    return load_engine_or_exit([*under, str(folder)], what=f"the rules of {label}").engine
 
 
 @app.command("diff")
@@ -77,18 +77,27 @@ def diff(
     head: Optional[str] = typer.Argument(None, metavar="[HEAD]",
                                          help="Rules folder or git revision to compare to (default: --rules on disk)."),
     rules: Optional[Path] = typer.Option(None, "--rules", "-r",
-                                         help="The rules folder a git revision refers to (default: the bundled rules)."),
+                                         help="The rules folder a git revision refers to (default: the project file's "
+                                              "first `rules` folder, else the bundled rules)."),
     jobs: Optional[list[Path]] = typer.Option(None, "--jobs", "-J",
                                               help="A job directory or a folder of them (default: examples/ beside the rules)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json or github"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+    bundled: Optional[bool] = bundled_option(),
 ) -> None:
     """Attribute job directories with two rule revisions and report what moved."""
     check_format(fmt, ("text", "json", "github"))
+    if rules is None:  # the project file's rule folder (its first), else the bundled rules
+        named = choose_or_exit(None, True).own  # (which folder; whether the bundled rules go under: below)
+        rules = Path(named[0]) if named else None
     rules_dir = rules or bundled_rules_path()
     if not rules_dir.is_dir():
         typer.echo(f"error: {rules_dir}: no such rules folder", err=True)
         raise typer.Exit(ExitStatus.USAGE)
+    # both revisions of a folder of one's own sit on the same bundled rules (the bundled folder's own
+    # revisions on nothing): what changed is the folder's
+    choice = choose_or_exit([rules_dir], bundled)
+    under = [p for p in choice.load_paths if choice.own and Path(p) not in choice.own]
     job_roots = list(jobs) if jobs else default_example_paths([rules_dir])
     for j in job_roots:
         if not j.exists():
@@ -105,7 +114,7 @@ def diff(
         except (RevisionError, ValueError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(ExitStatus.USAGE)
-        report = diff_jobs(_load(bdir, blabel), _load(hdir, hlabel), job_dirs, blabel, hlabel)
+        report = diff_jobs(_load(bdir, blabel, under), _load(hdir, hlabel, under), job_dirs, blabel, hlabel)
     text = {"text": render_text, "json": render_json, "github": render_github}[fmt](report)
     write_output(text, output)
     raise typer.Exit(ExitStatus.FINDINGS if report.broken else ExitStatus.OK)

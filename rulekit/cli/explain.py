@@ -18,7 +18,7 @@ from typing import Any, Optional
 import typer
 
 from rulekit.analysis.explain import explain_code, explain_job, explain_line, parse_line_ref
-from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit
+from rulekit.cli._common import bundled_option, check_format, check_paths_exist, choose_or_exit, load_engine_or_exit
 from rulekit.cli.app import app
 from rulekit.cli.status import ExitStatus, fail
 from rulekit.diagnostics import RulekitError
@@ -51,7 +51,9 @@ def explain(
     target: Optional[str] = typer.Argument(None, help="A diagnostic code (RK101 or its name) or a job directory."),
     line: Optional[str] = typer.Option(None, "--line", "-l", help="FILE:N: trace one log line of the job."),
     rule: Optional[str] = typer.Option(None, "--rule", help="Only this rule's matches and actions."),
-    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: the bundled rules."),
+    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s) on top of the bundled rules "
+                                               "(default: the project file's `rules`)."),
+    bundled: Optional[bool] = bundled_option(),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json (with --list also markdown: docs/codes.md)"),
     list_codes: bool = typer.Option(False, "--list", help="List every diagnostic code."),
 ) -> None:
@@ -81,16 +83,18 @@ def explain(
             typer.echo(f"error: --line wants FILE:N (N >= 1), got {line!r}", err=True)
             raise typer.Exit(ExitStatus.USAGE)
     check_paths_exist(rules)
-    res = load_engine_or_exit(rules)
+    res = load_engine_or_exit(choose_or_exit(rules, bundled).load_paths)
     if rule is not None and rule not in res.engine.by_name:
-        typer.echo(f"error: no rule named {rule!r} in the corpus", err=True)
-        raise typer.Exit(ExitStatus.USAGE)
+        from rulekit.rules.suggest import did_you_mean
+
+        fail(f"no rule named {rule!r} in the corpus{did_you_mean(rule, res.engine.by_name)}")
     try:
         data = (explain_line(res.engine, job_dir, ref.file, ref.line, rule) if ref
                 else explain_job(res.engine, job_dir, rule))
-    except RulekitError as e:
-        for d in e.diagnostics:
-            typer.echo(f"error: {d.message}", err=True)
+    except RulekitError as e:  # each located (`job.toml:2:1: error RK502 ...`), as `attribute` says it
+        from rulekit.cli.render import print_diagnostics
+
+        print_diagnostics(e.diagnostics, err=True)
         raise typer.Exit(ExitStatus.USAGE)
     if fmt == "json":
         typer.echo(json.dumps(data, indent=2, default=str))

@@ -48,7 +48,9 @@ def _version() -> str:
     try:
         from importlib.metadata import version
 
-        return version("rulekit")
+        from rulekit.config import DISTRIBUTION
+
+        return version(DISTRIBUTION)
     except Exception:  # not installed (source tree on sys.path)
         return "0"
 
@@ -162,9 +164,11 @@ def junit(results: Sequence[Any], suite: str = "rulekit", details: dict[int, str
     details = details or {}
     fails = sum(1 for r in results if r.status == "failed")
     errs = sum(1 for r in results if r.status == "error")
+    skips = sum(1 for r in results if r.status == "skipped")
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<testsuites name={quoteattr(suite)} tests="{len(results)}" failures="{fails}" errors="{errs}">',
-             f'  <testsuite name={quoteattr(suite)} tests="{len(results)}" failures="{fails}" errors="{errs}" skipped="0">']
+             f'  <testsuite name={quoteattr(suite)} tests="{len(results)}" failures="{fails}" errors="{errs}" '
+             f'skipped="{skips}">']
     for i, r in enumerate(results):
         s = r.span
         file = Path(s.file).as_posix() if s else ""
@@ -173,6 +177,11 @@ def junit(results: Sequence[Any], suite: str = "rulekit", details: dict[int, str
             attrs += f' file={quoteattr(file)} line="{s.line}"'
         if r.status == "passed":
             lines.append(f"    <testcase {attrs}/>")
+            continue
+        if r.status == "skipped":
+            lines.append(f"    <testcase {attrs}>")
+            lines.append(f"      <skipped message={quoteattr(r.skipped)}/>")
+            lines.append("    </testcase>")
             continue
         tag = "error" if r.status == "error" else "failure"
         msg = r.error or "; ".join(r.mismatches)

@@ -19,17 +19,19 @@ import typer
 
 from rulekit.analysis.lint import lint_corpus, load_memo, save_memo
 from rulekit.analysis.settings import load_settings
-from rulekit.analysis.testrun import default_example_paths, run_tests
-from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit, write_output
+from rulekit.analysis.testrun import run_tests
+from rulekit.cli._common import (bundled_option, check_format, check_paths_exist, choose_or_exit, load_engine_or_exit,
+                                 write_output)
 from rulekit.cli.app import app
 from rulekit.cli.render import exit_code, print_diagnostics, render_diagnostics
 from rulekit.cli.status import ExitStatus
-from rulekit.rules.loader import bundled_rules_path
+from rulekit.rules.project import example_paths
 
 
 @app.command()
 def lint(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
+    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the project file's "
+                                                            "`rules`, else the bundled rules)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github"),
     sample: Optional[Path] = typer.Option(None, "--sample", help="Benign log sample (default: the packaged one)."),
     config: Optional[Path] = typer.Option(None, "--config", help="Settings TOML overriding analysis/defaults.toml."),
@@ -37,11 +39,13 @@ def lint(
     no_cost: bool = typer.Option(False, "--no-cost", help="Skip timing the patterns (no RK308; reproducible output)."),
     examples: Optional[list[Path]] = typer.Option(None, "--examples", "-e", help="Example job folders for the coverage run."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+    bundled: Optional[bool] = bundled_option(),
 ) -> None:
     """Lint a corpus's regexes: overlap, shadowing, prefilter keys, breadth, cost, coverage."""
     check_format(fmt)
     check_paths_exist(paths)
-    settings, bad = load_settings(config)
+    choice = choose_or_exit(paths, bundled)
+    settings, bad = load_settings(config, choice.project)
     if bad:
         print_diagnostics(bad, err=True)
         raise typer.Exit(ExitStatus.USAGE)
@@ -52,13 +56,13 @@ def lint(
         except OSError as e:
             typer.echo(f"error: cannot read sample {sample}: {e.strerror}", err=True)
             raise typer.Exit(ExitStatus.USAGE)
-    res = load_engine_or_exit(paths, hint="the corpus does not load; run `rulekit check` first")
+    res = load_engine_or_exit(choice.load_paths, hint="the corpus does not load; run `rulekit check` first")
+    focus = choice.owns if choice.own else None  # the bundled rules under a user's own are context, not linted
     results = None
     if not no_tests:
-        ex = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])
-        results = run_tests(res.engine, ex).results
+        results = run_tests(res.engine, example_paths(choice, examples), only=focus).results
     load_memo()  # what earlier lints found of these patterns (the language server's too): only new ones are searched
-    diags = lint_corpus(res, data, settings, results, cost=not no_cost)
+    diags = lint_corpus(res, data, settings, results, cost=not no_cost, focus=focus)
     save_memo()
     write_output(render_diagnostics(diags, fmt, res.texts, tool="lint"), output)
     raise typer.Exit(exit_code(diags))

@@ -20,6 +20,11 @@ def lsp(tcp: str = typer.Option(None, "--tcp", metavar="HOST:PORT",
         if not sep or not port.isdigit():
             typer.echo(f"error: --tcp expects HOST:PORT, got {tcp!r}", err=True)
             raise typer.Exit(ExitStatus.USAGE)
-        server.start_tcp(host or "127.0.0.1", int(port))
+        try:
+            server.start_tcp(host or "127.0.0.1", int(port))
+        except OSError as e:  # a busy port: one line and exit 2, as `serve` and `dashboard`
+            from rulekit.cli.listen import cannot_listen
+
+            cannot_listen(host or "127.0.0.1", int(port), e)
     else:
         start_stdio()

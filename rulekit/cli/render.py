@@ -4,6 +4,7 @@ Other formats (JSON, SARIF, GitHub annotations, JUnit) live beside this one.
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -31,9 +32,11 @@ def format_text(diags: Iterable[Diagnostic], texts: Mapping[str, str] | None = N
     out: list[str] = []
     for d in diags:
         s = d.span
-        where = f"{s.file}:{s.line}:{s.col}: " if s else ""
+        # a folder, or a path that is not there, has no line to point at
+        folder = s is not None and s.file not in texts and not os.path.isfile(s.file)
+        where = (f"{s.file}: " if folder else f"{s.file}:{s.line}:{s.col}: ") if s else ""
         out.append(f"{where}{d.severity.value} {d.code} [{d.name}] {d.message}")  # type: ignore[union-attr]
-        if s is not None:
+        if s is not None and not folder:
             src = _line_of(texts, cache, s.file, s.line)
             if src is not None:
                 gutter = f"{s.line:>5} | "

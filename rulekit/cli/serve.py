@@ -1,6 +1,8 @@
 """`rulekit serve`: the Attribution Service on uvicorn (see docs/service.md).
 
-Start-up as the article says: load the catalog, run its inline tests (lines,
+The corpus: the `--rules` folders on top of the bundled rules (`--no-bundled`: alone),
+or the project file's (`rulekit.rules.project`), the same the CLI loads; the workers
+load exactly those paths.  Start-up as the article says: load the catalog, run its inline tests (lines,
 metric series) and job tests, and refuse to start (exit 2) when one fails,
 unless --allow-failing-tests.  Then bind the port (a busy or impossible port is
 a one-line error and exit 2, never a traceback) and serve: one process with
@@ -23,7 +25,9 @@ from typing import Optional
 
 import typer
 
+from rulekit.cli._common import bundled_option, check_paths_exist, choose_or_exit
 from rulekit.cli.app import app
+from rulekit.cli.listen import bind_or_exit, url_host
 from rulekit.cli.status import ExitStatus
 
 
@@ -33,7 +37,9 @@ def serve(
                                                 "before exposing it)."),
     port: int = typer.Option(8000, min=0, max=65535, help="Port to listen on (0: any free port)."),
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes (each loads the corpus once)."),
-    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s); default: bundled."),
+    rules: Optional[list[Path]] = typer.Option(None, "--rules", "-r", help="Rule folder(s) on top of the bundled rules "
+                                               "(default: the project file's `rules`)."),
+    bundled: Optional[bool] = bundled_option(),
     allow_failing_tests: bool = typer.Option(False, "--allow-failing-tests",
                                              help="Serve even if a start-up test fails (health says degraded)."),
     max_body_mb: float = typer.Option(64.0, min=0.001, max=4096, help="Largest request body (MiB); larger: 413."),
@@ -54,8 +60,10 @@ def serve(
     from rulekit.service.settings import ServiceSettings, token_from_env
     from rulekit.service.startup import CorpusError, load_service_corpus, self_test
 
+    check_paths_exist(rules)
+    choice = choose_or_exit(rules, bundled)
     try:
-        engine, digest, load = load_service_corpus([str(r) for r in rules] if rules else None)
+        engine, digest, load = load_service_corpus(choice.load_paths)
     except CorpusError as e:
         print_diagnostics([d for d in e.load.diagnostics if d.severity is Severity.ERROR], e.load.texts, err=True)
         typer.echo("error: the rules do not load; not starting", err=True)
@@ -70,20 +78,13 @@ def serve(
             raise typer.Exit(ExitStatus.USAGE)
         typer.echo(f"warning: serving with {summary['failed']} failing start-up tests (--allow-failing-tests)", err=True)
 
-    try:
-        sock = _bind(host, port)
-    except OSError as e:
-        reason = e.strerror or str(e)
-        if e.errno == 98:
-            reason = "the address is already in use (another server on that port?)"
-        typer.echo(f"error: cannot listen on {host}:{port}: {reason}", err=True)
-        raise typer.Exit(ExitStatus.USAGE)
+    sock = bind_or_exit(host, port)
     own_state = state_dir is None
     state = Path(tempfile.mkdtemp(prefix="rulekit-jobs-")) if own_state else state_dir
     assert state is not None
     state.mkdir(parents=True, exist_ok=True)
     settings = ServiceSettings(host=host, port=sock.getsockname()[1], workers=workers,
-                               rules=[str(Path(r).resolve()) for r in rules] if rules else [],
+                               rules=[str(Path(p).resolve()) for p in choice.load_paths],
                                max_body_bytes=int(max_body_mb * (1 << 20)), header_timeout_s=header_timeout,
                                body_timeout_s=body_timeout, body_deadline_s=body_deadline,
                                request_timeout_s=request_timeout, job_ttl_s=job_ttl, max_open_jobs=max_jobs,
@@ -91,7 +92,7 @@ def serve(
                                access_log=access_log, graceful_shutdown_s=graceful_timeout)
     token = token_from_env()
     typer.echo(f"rulekit serving {len(engine.rules)} rules (corpus {digest[:12]}, {summary['passed']}/"
-               f"{summary['total']} start-up tests pass) on http://{_url_host(host)}:{settings.port} with "
+               f"{summary['total']} start-up tests pass) on http://{url_host(host)}:{settings.port} with "
                f"{workers} worker{'s' if workers > 1 else ''}{', bearer token required' if token else ''}", err=True)
     def remove_state() -> None:
         if own_state:
@@ -112,23 +113,6 @@ def serve(
             signal.signal(sig, handler)
         sock.close()
         remove_state()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 def _run(engine, settings, sock: socket.socket, digest: str, summary: dict, token: str | None) -> None:

@@ -1,5 +1,8 @@
 """`rulekit test [PATHS]`: run every inline test line, every `*.test.toml` case and
 every example job with an `expected.json`; never stops at the first failure.
+A corpus with errors still runs every test its errors do not affect (the other
+rules' inline tests); the rest is reported as not run, with why, and the exit
+status is 2.
 
 Each failure names the test case's file:line and shows expected (-) vs actual (+).
 `--format json`, `--junit-xml FILE`, `-k PATTERN`, `--update` (accept the current
@@ -17,20 +20,23 @@ import typer
 
 from rulekit.analysis.coverage import coverage as coverage_diags
 from rulekit.analysis.settings import load_settings
-from rulekit.analysis.testrun import default_example_paths, describe, run_tests
-from rulekit.cli._common import check_format, check_paths_exist, load_engine_or_exit, write_output
+from rulekit.analysis.testrun import describe, run_unaffected
+from rulekit.cli._common import bundled_option, check_format, check_paths_exist, choose_or_exit, write_output
 from rulekit.cli.app import app
 from rulekit.cli.formats import display_path, junit, relativize
 from rulekit.cli.render import format_summary, format_text, print_diagnostics
 from rulekit.cli.status import ExitStatus
-from rulekit.rules.loader import bundled_rules_path
+from rulekit.diagnostics import Severity
+from rulekit.rules.project import example_paths
 
 
 @app.command("test")
 def test_cmd(
-    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the bundled rules)."),
+    paths: Optional[list[Path]] = typer.Argument(None, help="Rule folders or files (default: the project file's "
+                                                            "`rules`, else the bundled rules)."),
     examples: Optional[list[Path]] = typer.Option(None, "--examples", "-e",
-                                                  help="Example job folders (default: examples/ beside the rules folder's parent)."),
+                                                  help="Example job folders (default: the project file's `examples`, "
+                                                       "else examples/ beside the rules folder's parent)."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json"),
     junit_xml: Optional[Path] = typer.Option(None, "--junit-xml", help="Also write JUnit XML to FILE."),
     pattern: Optional[str] = typer.Option(None, "-k", help="Only cases whose kind, name, rule or file contains PATTERN."),
@@ -38,26 +44,31 @@ def test_cmd(
     with_coverage: bool = typer.Option(False, "--coverage", help="Also report what the tests do not cover."),
     config: Optional[Path] = typer.Option(None, "--config", help="Settings TOML overriding analysis/defaults.toml."),
     watch: bool = typer.Option(False, "--watch", "-w", help="Run again whenever a rule file or example changes."),
+    bundled: Optional[bool] = bundled_option(),
 ) -> None:
     """Run the corpus's tests: inline lines, job-level cases and example jobs."""
     check_format(fmt, ("text", "json"))
     check_paths_exist(paths)
     check_paths_exist(examples)
+    choice = choose_or_exit(paths, bundled)
+    ex_paths = example_paths(choice, examples)
     if watch:
         from rulekit.cli.watch import watch_loop
 
-        roots = list(paths or [bundled_rules_path()])
-        roots += list(examples) if examples is not None else default_example_paths(roots)
-        watch_loop(roots, lambda: test_cmd(paths, examples, fmt, junit_xml, pattern, update, with_coverage, config,
-                                           False), what="rules and examples")
-    settings, bad = load_settings(config)
+        watch_loop([*choice.report_paths, *ex_paths],
+                   lambda: test_cmd(paths, examples, fmt, junit_xml, pattern, update, with_coverage, config, False,
+                                    bundled), what="rules and examples")
+    settings, bad = load_settings(config, choice.project)
     if bad:
         print_diagnostics(bad, err=True)
         raise typer.Exit(ExitStatus.USAGE)
-    res = load_engine_or_exit(paths)
-    ex_paths = list(examples) if examples is not None else default_example_paths(paths or [bundled_rules_path()])
-    run = run_tests(res.engine, ex_paths, pattern)
-    cov = coverage_diags(res.engine, run.results, settings["coverage"]) if with_coverage else []
+    run = run_unaffected(choice, ex_paths, pattern)
+    res = run.load
+    if res.engine is None:  # the load's errors first (stderr), then every test they do not affect
+        print_diagnostics([d for d in res.diagnostics if d.severity is Severity.ERROR], res.texts, err=True)
+        typer.echo(f"error: the corpus does not load; running the tests its errors do not affect "
+                   f"(left out: {', '.join(display_path(b) for b in run.broken) or 'everything'})", err=True)
+    cov = coverage_diags(res.engine, run.results, settings["coverage"]) if with_coverage and res.engine else []
     counts = run.counts()
     if junit_xml is not None:
         details = {i: "\n".join(describe(r)) for i, r in enumerate(run.results) if not r.passed}
@@ -76,7 +87,7 @@ def test_cmd(
             s = r.span
             where = f"{display_path(s.file)}:{s.line}:{s.col}" if s else "?"
             what = f"{r.kind} test `{r.name}`" + (f" (rule {r.rule})" if r.rule else "")
-            out.append(f"{'ERROR' if r.error else 'FAILED'} {where}  {what}")
+            out.append(f"{_HEAD[r.status]} {where}  {what}")
             out += ["  " + x for x in describe(r)]
             out.append("")
         if cov:
@@ -86,7 +97,7 @@ def test_cmd(
             out.append("")
         sel = f" (selected by -k {pattern!r})" if pattern else ""
         out.append(f"{len(run.results)} test cases{sel}: {counts['passed']} passed, {counts['failed']} failed, "
-                   f"{counts['error']} errors")
+                   f"{counts['error']} errors" + (f", {counts['skipped']} not run" if counts["skipped"] else ""))
         typer.echo("\n".join(out))
     if update and run.failed:
         from rulekit.analysis.update import update_expectations
@@ -97,7 +108,12 @@ def test_cmd(
         for s in rep.skipped:
             typer.echo(f"not updated: {s}", err=True)
     failed = counts["failed"] + counts["error"]
+    if res.engine is None:
+        raise typer.Exit(ExitStatus.USAGE)  # the corpus does not load: bad input, whatever the tests said
     raise typer.Exit(ExitStatus.FINDINGS if (failed and not update) or counts["error"] else ExitStatus.OK)
+
+
+_HEAD = {"failed": "FAILED", "error": "ERROR", "skipped": "NOT RUN"}
 
 
 def _rel(r):

@@ -158,6 +158,20 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
     return bad_nodes, affected, outranked
 
 
+def root_action(root: dict[str, Any], bad_nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The root cause's `action` (and `action_from`): one action per node, so when the
+    root's node is a bad node the root carries that entry's action (Xid 154's printed
+    recovery action included) and automation reading either gets the same answer.
+    Otherwise the root symptom's own action stands (an empty dict: nothing changes)."""
+    entry = next((b for b in bad_nodes if b["node"] == root.get("node")), None)
+    if entry is None:
+        return {}
+    out: dict[str, Any] = {"action": entry.get("action")}
+    if entry.get("action_from"):
+        out["action_from"] = entry["action_from"]
+    return out
+
+
 def assess(decision: OutcomeDecision, remaining: list[str], reg: SymptomRegistry,
            root_suspected: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """The result's confidence (high | medium | low) and what competed with the root.

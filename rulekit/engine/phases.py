@@ -47,7 +47,7 @@ from rulekit.rules.model import (
     stratum_of,
 )
 from rulekit.inputs.observation import Observation
-from rulekit.engine.blame import CERTAIN_BLAMES, assess, blame_nodes, blame_of, resource_blames
+from rulekit.engine.blame import CERTAIN_BLAMES, assess, blame_nodes, blame_of, resource_blames, root_action
 from rulekit.engine.explained import ROLE_EXPLAINS, ROLE_FALLBACK, ROLE_LINE_ONLY, drop_explained, rule_role
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
@@ -1014,6 +1014,7 @@ class ReportPhase:
                     "blame": root_blame,
                     "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
                     "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
+            root.update(root_action(root, bad_nodes))
         root_suspected = bool(root) and reg.info(d.root_symptom).blame in CERTAIN_BLAMES and bool(root_events) \
             and all(e.fields.get("certain") is False for e in root_events)
         confidence, alternatives = assess(d, remaining, reg, root_suspected)

@@ -229,7 +229,21 @@ class Event:
         if ts and ts.startswith(NO_YEAR):
             out["timestamp"] = None
             out["time_of_year"] = ts[5:]
+        if self.event_type == _INTERESTING:
+            demoted = self.demotion()
+            if demoted is not None:
+                out["demoted"] = demoted
         return out
+
+    def demotion(self) -> dict[str, str] | None:
+        """The last demotion from bad to interesting (`{"rule", "reason"}`), when one made it
+        what it is now (a promotion since undoes it); None for evidence never demoted."""
+        for h in reversed(self.payload.get("history") or ()):
+            if h.get("action") == "demote":
+                return {"rule": h.get("rule") or "", "reason": h.get("reason") or ""}
+            if h.get("action") == "promote":
+                return None
+        return None
 
 
 class TraceEntry(NamedTuple):

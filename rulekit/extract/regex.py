@@ -222,8 +222,35 @@ def _check_pattern(pattern: str) -> tuple[RegexProblem, ...]:
         code = "RK302" if python_ok else "RK301"
         what = "RE2 rejects this pattern" if python_ok else "invalid regex"
         start, end = _error_span(pattern)
-        problems.append(RegexProblem(code, f"{what}: {err}", start, end))
+        why = _as_written(err, pattern) if python_ok else (_python_error(pattern) or _as_written(err, pattern))
+        problems.append(RegexProblem(code, f"{what}: {why}", start, end))
     return tuple(problems)
+
+
+def _python_error(pattern: str) -> str | None:
+    """Python's parser's message for a pattern it rejects: it speaks of the text as written
+    ("missing ), unterminated subpattern"), where RE2's quotes its own rewriting."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sre_parse.parse(pattern)
+    except re.error as e:
+        return e.msg
+    except (OverflowError, RecursionError):
+        return None
+    return None
+
+
+def _as_written(err: str, pattern: str) -> str:
+    r"""RE2's error in the author's words: RE2 (through pyre2) quotes the pattern as it
+    was rewritten for it (`\S` as `[^\s\p{Z}]`, `\d` as `\p{Nd}`), which the author
+    never wrote.  Its quoted fragment is kept only when it is the author's text."""
+    desc, sep, frag = err.partition(": ")
+    if not sep or not frag:
+        return err
+    if frag == pattern:
+        return desc
+    return f"{desc}: `{frag}`" if frag in pattern else desc
 
 
 def _python_parses(pattern: str) -> bool:
@@ -281,6 +308,15 @@ def group_names(pattern: str) -> set[str]:
 def _group_names(pattern: str) -> frozenset[str]:
     tree = python_parse(pattern)
     return frozenset(tree.state.groupdict) if tree is not None else frozenset()
+
+
+_WRITTEN_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def written_group_names(pattern: str) -> set[str]:
+    """The `(?P<name>` groups written in a pattern, found by their text (for a pattern
+    that does not parse, whose groups `group_names` cannot see)."""
+    return set(_WRITTEN_GROUP.findall(pattern))
 
 
 @lru_cache(maxsize=4096)

@@ -47,7 +47,8 @@ from rulekit.rules.model import (
 )
 from rulekit.rules.plugins import _ACTIVE, PluginSink
 from rulekit.rules import sandbox
-from rulekit.extract.regex import check_pattern, group_names
+from rulekit.extract.regex import check_pattern, group_names, written_group_names
+from rulekit.rules.suggest import closest, did_you_mean
 from rulekit.rules.registry import SymptomRegistry
 
 RULE_SUFFIXES = (".toml", ".rule", ".py")
@@ -82,25 +83,34 @@ def rule_type(kind: RuleKind) -> Callable[[type], type]:
 class _ExtractorType:
     @staticmethod
     def validate(rule: ExtractorRule, v: "_Validator") -> None:
-        v.check_regex(rule, rule.match_re)
+        broken = v.check_regex(rule, rule.match_re)
         names = group_names(rule.match_re) | {k for k, _ in rule.lookup}
+        # a pattern that does not compile has no groups for Python either: the groups its
+        # author plainly wrote are not reported missing (the pattern's error says it all)
+        written = written_group_names(rule.match_re) if broken else set()
         e = rule.emit
-        for t in (e.symptom, e.node, *(val for _, val in e.fields)):
+        parts = [("symptom", e.symptom), ("node", e.node), *((f"fields.{k}", val) for k, val in e.fields)]
+        for part, t in parts:
             for ph in template_names(t):
-                if ph not in names:
-                    v.add("RK107", f"emit of `{rule.name}` uses `{{{ph}}}` but the pattern has no named group `(?P<{ph}>...)`",
-                          e.span or rule.span, placeholder=ph)
+                if ph not in names and ph not in written:
+                    v.add("RK107", f"emit of `{rule.name}` uses `{{{ph}}}` but the pattern has no named group "
+                          f"`(?P<{ph}>...)`{did_you_mean(ph, names | written)}",
+                          token_span(e.part(part), t, "{" + ph + "}") or e.span or rule.span, placeholder=ph,
+                          rule=rule.name)
+        at = e.part("symptom") or e.span or rule.span
         if e.symptom and not template_names(_static(e.symptom, rule)):
-            v.use_symptom(_static(e.symptom, rule), rule.name, e.span or rule.span)
+            v.use_symptom(_static(e.symptom, rule), rule.name, at)
         elif e.symptom:
-            v.use_symptom_template(_static(e.symptom, rule), rule.name, e.span or rule.span)
+            v.use_symptom_template(_static(e.symptom, rule), rule.name, at)
         for t in rule.tests:
             if t.symptom:
-                v.use_symptom(t.symptom, rule.name, t.span or rule.span, emitted=False)
+                v.use_symptom(t.symptom, rule.name, t.part("symptom") or t.span or rule.span, emitted=False)
             for cap, _ in t.captures:
-                if cap not in names:
-                    v.add("RK108", f"test of `{rule.name}` checks capture `{cap}`, which the pattern does not define",
-                          t.span or rule.span)
+                if cap not in names and cap not in written:
+                    v.add("RK108", f"test of `{rule.name}` checks capture `{cap}`, which the pattern does not define"
+                          f"{did_you_mean(cap, names | written)}",
+                          t.part(f"captures.{cap}=") or t.part(f"captures.{cap}") or t.span or rule.span,
+                          rule=rule.name, capture=cap)
 
 
 @rule_type(RuleKind.ACCUMULATOR)
@@ -152,6 +162,15 @@ class _CollectorType:
         return None
 
 
+def token_span(span: Span | None, text: str | None, token: str) -> Span | None:
+    """The span of `token` inside a value written on one line as `text` (its span is the
+    text's, inside the quotes); None when the written text is not `text` verbatim."""
+    if span is None or text is None or span.line != span.end_line or span.end_col - span.col != len(text):
+        return None
+    i = text.find(token)
+    return Span(span.file, span.line, span.col + i, span.line, span.col + i + len(token)) if i >= 0 else None
+
+
 def _static(template: str, rule: ExtractorRule) -> str:
     """Render the placeholders a catalog entry fixes at load time (its lookup fields and key)."""
     values = dict(rule.lookup)
@@ -183,7 +202,10 @@ class _Validator:
     def use_symptom(self, name: str, rule: str, span: Span | None, emitted: bool = True) -> None:
         self.used.add(self.registry.canonical(name))
         if not self.registry.is_known(name):
-            self.add("RK203", f"`{rule}` uses symptom `{name}`, which is not registered", span, symptom=name, rule=rule)
+            near = closest(name, (*self.registry.names(), *self.registry.aliases()))
+            hint = (" (did you mean " + " or ".join(f"`{c}`" for c in near) + "?)") if near else ""
+            self.add("RK203", f"`{rule}` uses symptom `{name}`, which is not registered{hint}", span, symptom=name,
+                     rule=rule, **({"suggestions": near} if near else {}))
 
     def use_symptom_template(self, template: str, rule: str, span: Span | None) -> None:
         prefix = template.split("{", 1)[0]
@@ -204,14 +226,18 @@ class _Validator:
             self.add("RK105", f"{what} `{rule.name}` has priority {p}, outside the {what} strata {names}", rule.span,
                      rule=rule.name)
 
-    def check_regex(self, rule: ExtractorRule | AccumulatorRule, pattern: str) -> None:
+    def check_regex(self, rule: ExtractorRule | AccumulatorRule, pattern: str) -> bool:
+        """Report the pattern's problems; True when it does not compile (an error)."""
         base = getattr(rule, "match_span", None) or rule.span
+        broken = False
         for prob in check_pattern(pattern):
             span = base
             if base is not None and base.line == base.end_line and base.end_col - base.col >= len(pattern):
                 span = Span(base.file, base.line, base.col + prob.start, base.line, base.col + max(prob.end, prob.start + 1))
             self.add(prob.code, f"pattern of `{rule.name}`: {prob.message}", span, rule=rule.name,
                      start=prob.start, end=prob.end)
+            broken = broken or prob.code in ("RK301", "RK302")
+        return broken
 
 
 def _check_blame(v: "_Validator", what: str, blame: str | None, action: str | None, span, **kw) -> None:
@@ -235,10 +261,18 @@ def _check_symptoms(v: "_Validator") -> None:
         _check_blame(v, f"symptom `{s.name}`", s.blame, s.action, s.span, symptom=s.name)
         prev = v.symptoms.get(s.name)
         if prev is not None:
-            v.add("RK202", f"symptom `{s.name}` is registered twice", s.span,
+            v.add("RK202", f"symptom `{s.name}` is registered twice{_bundled_hint(prev.span)}", s.span,  # type: ignore[attr-defined]
                   [Related(prev.span, "first registered here")] if prev.span else [], symptom=s.name)  # type: ignore[attr-defined]
         else:
             v.symptoms[s.name] = s
+
+
+def _bundled_hint(first: Span | None) -> str:
+    """When a name's first definition is the bundled corpus's: how to put one's own in its place."""
+    if first is None or not _is_bundled(Path(first.file).parent):
+        return ""
+    return (": the bundled rules define it (rename yours, or load your folder alone with --no-bundled "
+            "or `bundled = false` in rulekit.toml)")
 
 
 def _check_aliases(v: "_Validator") -> None:
@@ -272,7 +306,8 @@ def _check_rules(v: "_Validator") -> None:
     for rule in v.ruleset.rules:
         prev = v.rules.get(rule.name)
         if prev is not None:
-            v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span})", rule.span,  # type: ignore[attr-defined]
+            v.add("RK201", f"rule `{rule.name}` is defined twice (also at {prev.span}){_bundled_hint(prev.span)}",  # type: ignore[attr-defined]
+                  rule.span,
                   [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
             continue
         v.rules[rule.name] = rule
@@ -284,8 +319,8 @@ def _check_dependencies(v: "_Validator") -> None:
     for rule in v.ruleset.rules:
         for dep in rule.requires:
             if dep not in v.rules:
-                v.add("RK204", f"`{rule.name}` requires `{dep}`, which is not defined", rule.span, rule=rule.name,
-                      missing=dep)
+                v.add("RK204", f"`{rule.name}` requires `{dep}`, which is not defined{did_you_mean(dep, v.rules)}",
+                      rule.span, rule=rule.name, missing=dep)
 
 
 def _finalize_unused_symptoms(v: "_Validator") -> None:
@@ -483,6 +518,10 @@ class RuleLoader:
                                                Span(str(path), 1, 1)))
             return
         files = sorted(f for f in path.iterdir() if f.is_file() and is_rule_file(f))
+        if path.resolve().name == "rulekit" and not _is_bundled(path):
+            self.diagnostics.append(Diagnostic(
+                "RK009", f"rule folder `{path}` is named `rulekit`: a script beside it that imports rulekit "
+                "imports this folder instead; name it `rules`", Span(str(path), 1, 1)))
         self._probe([f for f in files if f.suffix == ".py"], path)
         if not files and not any(f.name.endswith(".test.toml") for f in path.iterdir()):
             self.diagnostics.append(Diagnostic("RK005", f"`{path}` holds no rule files (*.toml, *.rule, *.py)",

@@ -131,6 +131,12 @@ class Emit:
     node: str | None = None
     fields: tuple[tuple[str, str], ...] = ()
     span: Span | None = None
+    # where each value was written, for carets on the token: ("symptom" | "node" | "type" |
+    # "fields.NAME", the span of the value's text inside its quotes); what a front-end could not place is absent
+    parts: tuple[tuple[str, Span], ...] = field(default=(), compare=False)
+
+    def part(self, name: str) -> Span | None:
+        return next((s for n, s in self.parts if n == name), None)
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,13 @@ class LineTest:
     captures: tuple[tuple[str, str], ...] = ()
     source: str | None = None
     format: str | None = None
-    span: Span | None = None
+    span: Span | None = None  # the line's
+    # where each other value was written ("symptom", "node", "expect", "captures.NAME": the
+    # value's text; "captures.NAME=": the capture's name), as Emit.parts
+    parts: tuple[tuple[str, Span], ...] = field(default=(), compare=False)
+
+    def part(self, name: str) -> Span | None:
+        return next((s for n, s in self.parts if n == name), None)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, Span, split_lines
 from rulekit.rules.catalog import ENTRY_EMIT_OVERRIDES, add_symptom, entry_pattern, entry_symptom, lookup_fields
 from rulekit.rules.expand import substitute_params
+from rulekit.rules.suggest import did_you_mean
 from rulekit.rules.model import (
     EMIT_TYPES,
     Emit,
@@ -162,6 +163,84 @@ class Locator:
         return Span(self.path, ln, len(text) - len(text.lstrip()) + 1, ln, len(text.rstrip()) + 1)
 
 
+def _string_end(text: str, i: int) -> int:
+    """Index just past the TOML string that starts at text[i] (a quote), or len(text)."""
+    q = text[i]
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\" and q == '"':
+            j += 2
+            continue
+        if text[j] == q:
+            return j + 1
+        j += 1
+    return len(text)
+
+
+def inline_parts(line_text: str, path: str, line: int, start: int = 0, prefix: str = "",
+                 depth: int = 0) -> list[tuple[str, Span]]:
+    """Where each key's value of the inline table that opens at or after `line_text[start]`
+    sits: (dotted key, the span of a string value's text inside its quotes, or of a bare
+    value), and ("KEY=", the span of the key itself).  Nested inline tables give dotted
+    keys (`fields.path`).  Only what is on this one line (TOML inline tables are)."""
+    out: list[tuple[str, Span]] = []
+    i = line_text.find("{", start)
+    if i < 0 or depth > 3:
+        return out
+    i += 1
+    n = len(line_text)
+    while i < n:
+        while i < n and line_text[i] in " \t,":
+            i += 1
+        if i >= n or line_text[i] == "}":
+            break
+        k0 = i
+        if line_text[i] in "\"'":
+            i = _string_end(line_text, i)
+            key = line_text[k0 + 1:i - 1]
+        else:
+            while i < n and (line_text[i].isalnum() or line_text[i] in "_-"):
+                i += 1
+            key = line_text[k0:i]
+        if not key:
+            break
+        out.append((f"{prefix}{key}=", Span(path, line, k0 + 1, line, i + 1)))
+        while i < n and line_text[i] in " \t":
+            i += 1
+        if i >= n or line_text[i] != "=":
+            break
+        i += 1
+        while i < n and line_text[i] in " \t":
+            i += 1
+        if i >= n:
+            break
+        if line_text[i] in "\"'":
+            end = _string_end(line_text, i)
+            q = 3 if line_text.startswith(line_text[i] * 3, i) else 1
+            out.append((prefix + key, Span(path, line, i + q + 1, line, max(i + q + 1, end - q + 1))))
+            i = end
+        elif line_text[i] == "{":
+            inner = inline_parts(line_text, path, line, i, f"{prefix}{key}.", depth + 1)
+            out += inner
+            level, j = 0, i
+            while j < n:  # skip the nested table (its strings may hold braces)
+                c = line_text[j]
+                if c in "\"'":
+                    j = _string_end(line_text, j)
+                    continue
+                level += (c == "{") - (c == "}")
+                j += 1
+                if level == 0:
+                    break
+            i = j
+        else:
+            v0 = i
+            while i < n and line_text[i] not in ",}":
+                i += 1
+            out.append((prefix + key, Span(path, line, v0 + 1, line, len(line_text[:i].rstrip()) + 1)))
+    return out
+
+
 class _Ctx:
     def __init__(self, text: str, path: str):
         self.path = path
@@ -175,8 +254,18 @@ class _Ctx:
     def check_keys(self, table: dict, allowed: set[str], region: Region | None, what: str) -> None:
         for k in table:
             if k not in allowed:
-                self.err("RK101", f"unknown key `{k}` in {what}; known keys: {', '.join(sorted(allowed))}",
-                         self.loc.key(region, k), key=k)
+                self.err("RK101", f"unknown key `{k}` in {what}{did_you_mean(k, allowed)}; known keys: "
+                         f"{', '.join(sorted(allowed))}", self.loc.key(region, k), key=k)
+
+    def inline_parts(self, span: Span, key: str, keys: bool = False) -> tuple[tuple[str, Span], ...]:
+        """The value spans of the inline table `key = { ... }` on `span`'s line (`inline_parts`);
+        with `keys`, the spans of its keys too (`NAME=`)."""
+        text = self.loc.lines[span.line - 1] if 0 < span.line <= self.loc.n else ""
+        m = re.match(r"\s*" + re.escape(key) + r"\s*=\s*\{", text)
+        if not m:
+            return ()
+        return tuple((k, sp) for k, sp in inline_parts(text, self.path, span.line, m.end() - 1)
+                     if keys or not k.endswith("="))
 
     def need(self, table: dict, key: str, typ: type | tuple, region: Region | None, what: str) -> Any:
         if key not in table:
@@ -208,6 +297,17 @@ class _Ctx:
             return tuple(v)
         self.err("RK103", f"`{key}` in {what} must be a string or a list of strings", self.loc.key(region, key), key=key)
         return ()
+
+
+def _key_span(ctx: "_Ctx", span: Span, table_key: str, key: str) -> Span:
+    """The span of `key` inside the inline table `table_key = {...}` on span's line, else span."""
+    text = ctx.loc.lines[span.line - 1] if 0 < span.line <= ctx.loc.n else ""
+    m = re.match(r"\s*" + re.escape(table_key) + r"\s*=\s*\{", text)
+    if m:
+        for k, sp in inline_parts(text, ctx.path, span.line, m.end() - 1):
+            if k == key + "=":
+                return sp
+    return span
 
 
 def _words(t: str) -> str:
@@ -393,7 +493,8 @@ def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit")
     span = ctx.loc.key(reg, key)
     for k in raw:
         if k not in EMIT_KEYS:
-            ctx.err("RK101", f"unknown key `{k}` in emit of {what}; known keys: {', '.join(sorted(EMIT_KEYS))}", span, key=k)
+            ctx.err("RK101", f"unknown key `{k}` in emit of {what}{did_you_mean(k, EMIT_KEYS)}; known keys: "
+                    f"{', '.join(sorted(EMIT_KEYS))}", _key_span(ctx, span, key, k), key=k)
     etype = raw.get("type", "bad_node")
     if etype not in EMIT_TYPES:
         ctx.err("RK104", f"unknown emit type `{etype}` in {what}; use one of {', '.join(EMIT_TYPES)}", span, type=etype)
@@ -411,7 +512,8 @@ def _emit(ctx: _Ctx, raw: Any, reg: Region | None, what: str, key: str = "emit")
         ctx.err("RK102", f"emit of {what} needs a `symptom` (every {etype} event carries one)", span, key="symptom")
     return Emit(type=etype, symptom=symptom if isinstance(symptom, str) else None,
                 node=node if isinstance(node, str) else None,
-                fields=tuple((str(k), str(v)) for k, v in fields.items()), span=span)
+                fields=tuple((str(k), str(v)) for k, v in fields.items()), span=span,
+                parts=ctx.inline_parts(span, key) if key == "emit" else ())
 
 
 def _test_tables(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, what: str,
@@ -440,8 +542,8 @@ def _tests(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, wh
     for i, t, reg, span in _test_tables(ctx, raw, regions, parent, what, "...test"):
         for k in t:
             if k not in TEST_KEYS:
-                ctx.err("RK101", f"unknown key `{k}` in a test case of {what}; known keys: {', '.join(sorted(TEST_KEYS))}",
-                        ctx.loc.key(reg, k) if reg else span, key=k)
+                ctx.err("RK101", f"unknown key `{k}` in a test case of {what}{did_you_mean(k, TEST_KEYS)}; known "
+                        f"keys: {', '.join(sorted(TEST_KEYS))}", ctx.loc.key(reg, k) if reg else span, key=k)
         line = t.get("line")
         if not isinstance(line, str):
             ctx.err("RK108", f"test case {i + 1} of {what} needs `line = \"...\"` (the log line to try)", span)
@@ -455,10 +557,16 @@ def _tests(ctx: _Ctx, raw: Any, regions: list[Region], parent: Region | None, wh
         if not isinstance(caps, dict):
             ctx.err("RK108", "`captures` must be a table of group = \"text\"", span)
             caps = {}
+        parts: list[tuple[str, Span]] = []
+        if reg is not None:
+            parts += [(k, ctx.loc.value(reg, k)) for k in ("symptom", "node", "expect") if k in t]
+            if "captures" in t:
+                parts += [(f"captures.{n}", sp) for n, sp in ctx.inline_parts(ctx.loc.key(reg, "captures"), "captures",
+                                                                              keys=True)]
         out.append(LineTest(line=line, expect=expect or "", symptom=t.get("symptom"), node=t.get("node"),
                             captures=tuple(sorted((str(k), str(v)) for k, v in caps.items())),
                             source=t.get("source"), format=t.get("format"),
-                            span=ctx.loc.value(reg, "line") if reg else span))
+                            span=ctx.loc.value(reg, "line") if reg else span, parts=tuple(parts)))
     return tuple(out)
 
 
@@ -498,8 +606,8 @@ def _family(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         return []
     for k in template:
         if k not in TEMPLATE_KEYS:
-            ctx.err("RK101", f"unknown key `{k}` in the template of {what}; known keys: {', '.join(sorted(TEMPLATE_KEYS))}",
-                    ctx.loc.key(reg, "template"), key=k)
+            ctx.err("RK101", f"unknown key `{k}` in the template of {what}{did_you_mean(k, TEMPLATE_KEYS)}; known keys: "
+                    f"{', '.join(sorted(TEMPLATE_KEYS))}", _key_span(ctx, ctx.loc.key(reg, "template"), "template", k), key=k)
     if not isinstance(members, list) or not members:
         ctx.err("RK102", f"{what} has no members: add `[[family.member]]` tables", ctx.loc.header(reg) if reg else Span(ctx.path, 1, 1))
         return []
@@ -658,7 +766,8 @@ def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagn
         if expect:
             for k in expect:
                 if k not in EXPECT_KEYS:
-                    ctx.err("RK101", f"unknown key `{k}` in expect of {what}; known keys: {', '.join(sorted(EXPECT_KEYS))}",
+                    ctx.err("RK101", f"unknown key `{k}` in expect of {what}{did_you_mean(k, EXPECT_KEYS)}; known keys: "
+                            f"{', '.join(sorted(EXPECT_KEYS))}",
                             ctx.loc.key((ctx.loc.tables("case.expect", reg) or [reg])[0] if reg else None, k), key=k)
         obs = []
         obs_regions = ctx.loc.tables("case.observation", reg) if reg else []

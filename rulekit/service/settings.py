@@ -23,7 +23,8 @@ class ServiceSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
-    rules: list[str] = field(default_factory=list)  # rule folders; empty: the bundled corpus
+    rules: list[str] = field(default_factory=list)  # the rule paths loaded, in order (`rulekit serve` puts the
+    # bundled folder first unless --no-bundled); empty: the bundled corpus
     max_body_bytes: int = 64 << 20  # a larger request body is refused with 413 while it streams
     header_timeout_s: float = 10.0  # a connection must send complete request headers within this
     body_timeout_s: float = 30.0  # ... and each chunk of the body within this (408 otherwise)

@@ -354,6 +354,8 @@ async function attributeJobFolder(uri?: vscode.Uri): Promise<string | undefined>
   let result: unknown;
   try {
     result = JSON.parse(r.stdout);
+    // `--format json` is a list of results (one here); an older rulekit printed the object
+    if (Array.isArray(result)) result = result[0] ?? { error: (r.stderr || "rulekit attribute printed no result").trim() };
   } catch {
     const p = explainStartFailure(currentLauncher(), r.errorCode, r.stderr, "rulekit attribute");
     result = { error: r.errorCode ? `${p.message}\n${p.fix}` : (r.stderr || r.stdout || `rulekit attribute exited with ${r.code}`).trim() };

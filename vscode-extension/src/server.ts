@@ -95,24 +95,24 @@ export function explainStartFailure(launcher: Launcher, errorCode: string | unde
     if (launcher.python) {
       return {
         message: `rulekit: ${doing}: ${where} was not found.`,
-        fix: "Install Python 3.11+ and `pip install rulekit`, or set `rulekit.server.pythonPath` to a Python that has rulekit.",
+        fix: "Install Python 3.11+ and `pip install rulekit-gpu`, or set `rulekit.server.pythonPath` to a Python that has rulekit.",
       };
     }
     return {
       message: `rulekit: ${doing}: ${where} was not found.`,
-      fix: "`pip install rulekit`, or fix `rulekit.server.command` / set `rulekit.server.pythonPath`.",
+      fix: "`pip install rulekit-gpu`, or fix `rulekit.server.command` / set `rulekit.server.pythonPath`.",
     };
   }
   if (/No module named ['"]?rulekit['"]?(\s|$)/.test(stderr) || /No module named ['"]rulekit['"]/.test(stderr)) {
     return {
       message: `rulekit: rulekit is not installed in ${where}.`,
-      fix: `Run \`${launcher.python ?? "python"} -m pip install rulekit\`, or set \`rulekit.server.pythonPath\` to a Python that has it.`,
+      fix: `Run \`${launcher.python ?? "python"} -m pip install rulekit-gpu\`, or set \`rulekit.server.pythonPath\` to a Python that has it.`,
     };
   }
   if (!task && (/No module named ['"]?(rulekit_lsp|pygls|lsprotocol|rulekit\.cli\.lsp)/.test(stderr) || /No such command ['"]?lsp/.test(stderr))) {
     return {
       message: `rulekit: the rulekit in ${where} has no language server (\`rulekit lsp\`).`,
-      fix: `Upgrade it: \`${launcher.python ?? "python"} -m pip install -U rulekit\`.`,
+      fix: `Upgrade it: \`${launcher.python ?? "python"} -m pip install -U rulekit-gpu\`.`,
     };
   }
   const lines = stderr.trim().split(/\r?\n/);

@@ -285,7 +285,7 @@ describe("a server that cannot start", { timeout: 60000, skip: !fs.existsSync(BU
     assert.match(api.startProblem.message, /no-such-python.*was not found/);
     const shown = stub.recorded.messages.find((m) => m.level === "error");
     assert.ok(shown, "an error message was shown");
-    assert.match(shown.message, /pip install rulekit/);
+    assert.match(shown.message, /pip install rulekit-gpu\b/);
     assert.match(shown.message, /rulekit\.server\.pythonPath/);
     assert.deepEqual(shown.items, ["Open Settings", "Show Output"]);
     // without a server the test command falls back to the CLI, which cannot run either: same diagnosis
@@ -311,7 +311,7 @@ describe("a server that cannot start", { timeout: 60000, skip: !fs.existsSync(BU
     const api = await ext.activate(context());
     assert.equal(api.client, undefined);
     assert.match(api.startProblem.message, /rulekit is not installed/);
-    assert.match(api.startProblem.fix, /pip install rulekit/);
+    assert.match(api.startProblem.fix, /pip install rulekit-gpu\b/);
     await ext.deactivate();
   });
 });

@@ -56,17 +56,17 @@ describe("explainStartFailure", () => {
   it("missing interpreter: names it and gives the fix", () => {
     const p = ext.explainStartFailure(py, "ENOENT", "");
     assert.match(p.message, /\/x\/python.*was not found/);
-    assert.match(p.fix, /pip install rulekit/);
+    assert.match(p.fix, /pip install rulekit-gpu\b/);
     assert.match(p.fix, /rulekit\.server\.pythonPath/);
   });
 
   it("rulekit not installed / too old / other errors", () => {
     const nm = ext.explainStartFailure(py, undefined, "Traceback...\nModuleNotFoundError: No module named 'rulekit'\n");
     assert.match(nm.message, /rulekit is not installed in Python `\/x\/python`/);
-    assert.match(nm.fix, /\/x\/python -m pip install rulekit/);
+    assert.match(nm.fix, /\/x\/python -m pip install rulekit-gpu\b/);
     const old = ext.explainStartFailure(py, undefined, "ModuleNotFoundError: No module named 'rulekit.cli.lsp'");
     assert.match(old.message, /no language server/);
-    assert.match(old.fix, /pip install -U rulekit/);
+    assert.match(old.fix, /pip install -U rulekit-gpu\b/);
     const other = ext.explainStartFailure(py, undefined, "line1\nline2\nValueError: boom\n");
     assert.match(other.message, /language server failed to start: .*ValueError: boom/);
   });

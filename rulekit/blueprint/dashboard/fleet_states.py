@@ -1,7 +1,7 @@
 """The fleet page's node-state section: every node with a record (quarantine proposed,
 suspect, cleared; healthy ones as one line), the reasons, the circuit breaker and the
 proposed drains.  Pure: the state document (`FleetState.to_dict()` plus proposals) in,
-HTML text out; every value is escaped.  Styles come from the page (`pages.CSS`).
+HTML text out; every value is escaped.  Styles come from the page (`html.CSS`).
 """
 from __future__ import annotations
 

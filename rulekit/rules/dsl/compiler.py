@@ -18,6 +18,7 @@ from rulekit.rules.dsl import actions
 from rulekit.rules.dsl import ast as A
 from rulekit.rules.catalog import ENTRY_EMIT_OVERRIDES, add_symptom, entry_pattern, entry_symptom, lookup_fields
 from rulekit.rules.expand import substitute_params, template_names
+from rulekit.rules.suggest import did_you_mean
 from rulekit.rules.model import (
     EMIT_TYPES,
     OUTCOMES,
@@ -126,7 +127,15 @@ class _Compiler:
         if etype != "data" and not symptom:
             self.err("RK102", f"emit of {what} needs a symptom (every {etype} event carries one): "
                      f"`emit {etype} \"SYMPTOM\"`", c.span, key="symptom")
-        return Emit(type=etype, symptom=symptom, node=node, fields=fields, span=c.span)
+        parts = [("type", c.type.span)]
+        if c.symptom is not None:
+            parts.append(("symptom", _inside(c.symptom.span)))
+        if c.node is not None:
+            parts.append(("node", _inside(c.node.span)))
+        for pr in (c.fields.pairs if c.fields is not None else ()):
+            parts.append((f"fields.{pr.key.value}", _inside(pr.value.span) if isinstance(pr.value, A.Str)
+                          else pr.value.span))
+        return Emit(type=etype, symptom=symptom, node=node, fields=fields, span=c.span, parts=tuple(parts))
 
     def fields(self, t: A.Table | None, what: str, where: str) -> tuple[tuple[str, str], ...]:
         if t is None:
@@ -149,7 +158,8 @@ class _Compiler:
             if t.options is not None:
                 for p in t.options.pairs:
                     if p.key.value not in TEST_OPTIONS:
-                        self.err("RK101", f"unknown test option `{p.key.value}` in {what}; known: "
+                        self.err("RK101", f"unknown test option `{p.key.value}` in {what}"
+                                 f"{did_you_mean(p.key.value, TEST_OPTIONS)}; known: "
                                  f"{', '.join(sorted(TEST_OPTIONS))}", p.key.span, key=p.key.value)
                     elif isinstance(p.value, (A.ListV, A.Table)):
                         self.err("RK103", f"test option `{p.key.value}` must be a string", p.value.span)
@@ -171,8 +181,20 @@ class _Compiler:
             else:
                 expect = default_expect or "bad_node"
             node = node if node is not None else opts.get("node")
+            parts: list[tuple[str, Span]] = []
+            if isinstance(t.expect, A.ExpectEvent):
+                parts.append(("expect", t.expect.type.span))
+                if t.expect.symptom is not None:
+                    parts.append(("symptom", _inside(t.expect.symptom.span)))
+                if t.expect.node is not None:
+                    parts.append(("node", _inside(t.expect.node.span)))
+                for pr in (t.expect.captures.pairs if t.expect.captures is not None else ()):
+                    parts += [(f"captures.{pr.key.value}", _inside(pr.value.span) if isinstance(pr.value, A.Str)
+                               else pr.value.span),
+                              (f"captures.{pr.key.value}=", pr.key.span)]
             out.append(LineTest(line=t.line.value, expect=expect, symptom=symptom, node=node, captures=caps,
-                                source=opts.get("source"), format=opts.get("format"), span=t.line.span))
+                                source=opts.get("source"), format=opts.get("format"), span=t.line.span,
+                                parts=tuple(parts)))
         return tuple(out)
 
     def need(self, decl: A.Decl, typ: type, how: str) -> Any:
@@ -543,7 +565,7 @@ class _Compiler:
             return
         for p in exp.table.pairs:
             if p.key.value not in EXPECT_KEYS:
-                self.err("RK101", f"unknown key `{p.key.value}` in expect of {what}; known keys: "
+                self.err("RK101", f"unknown key `{p.key.value}` in expect of {what}{did_you_mean(p.key.value, EXPECT_KEYS)}; known keys: "
                          f"{', '.join(sorted(EXPECT_KEYS))}", p.key.span, key=p.key.value)
         obs = tuple(ObservationSpec(source=o.source.value, lines=tuple(s.value for s in o.lines),
                                     node=o.node.value if o.node else None,
@@ -570,3 +592,10 @@ def _exact(pats: list[A.Str]) -> list[str]:
 
 def compile_module(module: A.Module, path: str) -> tuple[RuleSet, list[Diagnostic]]:
     return _Compiler(module, path).run()
+
+
+def _inside(span: Span) -> Span:
+    """A quoted string's span without its quotes (one line; otherwise as it is)."""
+    if span.line == span.end_line and span.end_col - span.col >= 2:
+        return Span(span.file, span.line, span.col + 1, span.end_line, span.end_col - 1)
+    return span
