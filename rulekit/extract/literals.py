@@ -271,12 +271,15 @@ def count_lines(sample: bytes | None) -> int:
     return sample.count(b"\n") + (0 if sample.endswith(b"\n") else 1)
 
 
-def choose_keys(all_factors: Sequence[Sequence[Factor] | None], sample: bytes | None) -> list[KeyChoice]:
+def choose_keys(all_factors: Sequence[Sequence[Factor] | None], sample: bytes | None,
+                counts: dict[bytes, int] | None = None) -> list[KeyChoice]:
     """Per rule, the factor whose keys occur on the fewest sample lines; ties go to
     the factor shared by fewer rules, then to the longer one.  Without a sample,
-    the factor with the longest shortest key."""
-    keys = sorted({k for fs in all_factors if fs for f in fs for k in f})
-    counts = sample_key_counts(keys, sample)
+    the factor with the longest shortest key.  `counts`: each key's
+    `sample_key_counts` on this sample, when the caller has them already."""
+    if counts is None:
+        keys = sorted({k for fs in all_factors if fs for f in fs for k in f})
+        counts = sample_key_counts(keys, sample)
     share: dict[bytes, int] = {}
     for fs in all_factors:
         for k in {k for f in fs or () for k in f}:
