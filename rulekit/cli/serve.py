@@ -101,7 +101,10 @@ def _url_host(host: str) -> str:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # with the TCP protocol number: asyncio sets TCP_NODELAY on accepted connections only
+    # for sockets that say they are TCP (a socket made with proto 0 does not, and every
+    # small response then waits ~40 ms for the client's delayed ACK)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
