@@ -246,15 +246,22 @@ def sample_key_counts(keys: Sequence[bytes], sample: bytes | None) -> dict[bytes
         return counts
     keys = list(dict.fromkeys(keys))
     ac = ahocorasick_rs.BytesAhoCorasick(keys, implementation=ahocorasick_rs.Implementation.DFA)
-    low = sample.lower()
+    low, nl_positions = _lowered(sample)
     # count per line: a key occurring twice on one line counts once
     per_key_lines: dict[int, set[int]] = {}
-    nl_positions = _newline_index(low)
     for kid, start, _end in ac.find_matches_as_indexes(low, overlapping=True):
         per_key_lines.setdefault(kid, set()).add(bisect.bisect_right(nl_positions, start))
     for kid, lines in per_key_lines.items():
         counts[keys[kid]] = len(lines)
     return counts
+
+
+@lru_cache(maxsize=4)
+def _lowered(sample: bytes) -> tuple[bytes, list[int]]:
+    """The sample lower-cased and its newline offsets: the same sample is counted for
+    every accelerator built (one per inline test's rules in an editor)."""
+    low = sample.lower()
+    return low, _newline_index(low)
 
 
 def _newline_index(data: bytes) -> list[int]:
