@@ -230,10 +230,12 @@ class Accelerator:
                 return None
             return db
 
-        def accepted(idx):
+        def accepted(idx, known_bad=False):
+            """The expressions of `idx` Hyperscan accepts (`known_bad`: idx as a whole
+            was already refused, so it is split without compiling it again)."""
             if not idx:
                 return []
-            if compiles(idx) is not None:
+            if not known_bad and compiles(idx) is not None:
                 return idx
             if len(idx) == 1:
                 return []
@@ -252,7 +254,7 @@ class Accelerator:
             db = compiles(everything)
             ok = everything
             if db is None:
-                ok = accepted(everything)
+                ok = accepted(everything, known_bad=True)
                 db = compiles(ok) if ok else None
             if db is not None:
                 _hs_cache_store(cache, db, ok)
