@@ -18,7 +18,9 @@ runs it, with a fresh cache folder where the column says cold:
 - lsp lint     ... to the publish of its first lint findings (its first lint, cold)
 - lsp relint   an edit that adds a rule overlapping another: seconds to its RK306/RK307
 
-Also printed: peak RSS of each command (MiB), the lint's findings per code (so a
+Also printed: CPU seconds of each command (user + system, `[.. cpu]`: on a shared
+machine the load-independent cost; its exponent on the `k cpu` rows), the ratio of
+the largest size to the smallest, peak RSS of each command (MiB), the lint's findings per code (so a
 before/after run shows the same findings), and the exponent k of t ~ N^k between
 consecutive sizes, N = the extractors the lint sees (bundled + generated).  A
 command that exceeds --timeout is reported as `>T`; its exponent is a lower bound.
@@ -78,7 +80,7 @@ def run(cmd: list[str], env: dict[str, str], timeout: float) -> dict:
     start = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=_cwd(env))
     deadline = start + timeout
-    status, rss = None, 0
+    status, rss, ru = None, 0, None
     while True:
         pid, st, ru = os.wait4(p.pid, os.WNOHANG)
         if pid:
@@ -93,7 +95,9 @@ def run(cmd: list[str], env: dict[str, str], timeout: float) -> dict:
     secs = time.perf_counter() - start
     out.seek(0)
     text = out.read().decode("utf-8", "replace")
-    return {"s": round(secs, 2), "rss_mb": round(rss, 1), "status": status, "stdout": text}
+    cpu = ru.ru_utime + ru.ru_stime if ru is not None else None
+    return {"s": round(secs, 2), "cpu_s": round(cpu, 2) if cpu is not None else None, "rss_mb": round(rss, 1),
+            "status": status, "stdout": text}
 
 
 def rulekit(*args: str) -> list[str]:
@@ -271,6 +275,13 @@ def _secs(v) -> float | None:
     return v
 
 
+def _cpu(v) -> float | None:
+    """CPU seconds (user + system) of a command: what it costs, however loaded the machine."""
+    if isinstance(v, dict) and v.get("status") != "timeout":
+        return v.get("cpu_s")
+    return None
+
+
 def table(rows: list[dict], bundled_n: int, timeout: float) -> str:
     head = ["N (bundled+gen)"] + COLUMNS
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
@@ -285,6 +296,8 @@ def table(rows: list[dict], bundled_n: int, timeout: float) -> str:
                 continue
             s = _secs(v)
             cell = f">{timeout:g}" if s is None else f"{s:.2f}"
+            if isinstance(v, dict) and v.get("cpu_s") is not None and s is not None:
+                cell += f" [{v['cpu_s']:.1f} cpu]"
             if isinstance(v, dict) and v.get("rss_mb"):
                 cell += f" ({v['rss_mb']:.0f} MiB)"
             cells.append(cell)
@@ -301,7 +314,23 @@ def table(rows: list[dict], bundled_n: int, timeout: float) -> str:
                 else:
                     ex.append("")
             lines.append(" | ".join(ex))
+            ex = [f"k cpu {pn:,}->{n:,}"]
+            for c in COLUMNS:
+                a, b = _cpu(prev.get(c)), _cpu(row.get(c))
+                ex.append(f"{math.log(b / a) / math.log(n / pn):.2f}" if a and b else "")
+            lines.append(" | ".join(ex))
         prev = row
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        ratio = [f"ratio {bundled_n + last['generated']:,}/{bundled_n + first['generated']:,}"]
+        for c in COLUMNS:
+            a, b = _secs(first.get(c)), _secs(last.get(c))
+            ca, cb = _cpu(first.get(c)), _cpu(last.get(c))
+            cell = f"{b / a:.1f}x" if a and b else ""
+            if ca and cb:
+                cell += f" [{cb / ca:.1f}x cpu]"
+            ratio.append(cell)
+        lines.append(" | ".join(ratio))
     return "\n".join(lines)
 
 

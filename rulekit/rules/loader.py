@@ -266,8 +266,41 @@ def _check_outcome_rules(v: "_Validator") -> None:
         _check_blame(v, f"outcome rule `{r.prefix}`", r.blame, r.action, r.span)
 
 
+class _RuleChecks:
+    """What each rule's own validator found (its diagnostics, the symptoms and prefixes it
+    uses), by rule object, for the registry it was checked against.  A rule's check is a
+    function of the rule and the registry alone, and an edit re-parses one file: the
+    language server re-checks that file's rules, not the corpus's.  Bounded: cleared when
+    it holds `limit` rules or the registry changes."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self.registry: tuple | None = None
+        self.by_id: dict[int, tuple] = {}  # id(rule) -> (rule, diags, used, used_prefixes)
+
+    def validate(self, rule, v: "_Validator") -> None:
+        fp = v.registry.fingerprint()
+        if self.registry is not fp and self.registry != fp:
+            self.by_id = {}
+        self.registry = fp
+        got = self.by_id.get(id(rule))
+        if got is None or got[0] is not rule:
+            sub = _Validator(v.ruleset, v.registry)
+            RULE_TYPES[rule.kind.value].validate(rule, sub)
+            got = (rule, tuple(sub.diags), frozenset(sub.used), frozenset(sub.used_prefixes))
+            if len(self.by_id) >= self.limit:
+                self.by_id = {}
+            self.by_id[id(rule)] = got
+        v.diags.extend(got[1])
+        v.used |= got[2]
+        v.used_prefixes |= got[3]
+
+
+_RULE_CHECKS = _RuleChecks()
+
+
 def _check_rules(v: "_Validator") -> None:
-    """RK201 names defined twice; then each rule's own validator (RULE_TYPES)."""
+    """RK201 names defined twice; then each rule's own validator (RULE_TYPES, memoized per rule)."""
     for rule in v.ruleset.rules:
         prev = v.rules.get(rule.name)
         if prev is not None:
@@ -275,7 +308,7 @@ def _check_rules(v: "_Validator") -> None:
                   [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
             continue
         v.rules[rule.name] = rule
-        RULE_TYPES[rule.kind.value].validate(rule, v)
+        _RULE_CHECKS.validate(rule, v)
 
 
 def _check_dependencies(v: "_Validator") -> None:
