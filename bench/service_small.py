@@ -14,7 +14,7 @@ A response written in two pieces waits for the client's delayed ACK (~40 ms)
 unless the server's connections have TCP_NODELAY: this is the benchmark that
 shows it.  Exit 0 when the targets hold, 1 otherwise.
 
-    .venv/bin/python bench/service_small.py [--requests 300] [--seconds 5] [--workers 1,2]
+    .venv/bin/python bench/service_small.py [--requests 300] [--seconds 5] [--workers 1,2] [--code OLD_CHECKOUT]
 """
 from __future__ import annotations
 
@@ -103,10 +103,21 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--code", type=Path, default=None,
+                    help="also run the rulekit of this checkout (a `git archive` of an older commit) "
+                         "first, as the baseline, and print this one's ratios against it")
     args = ap.parse_args()
     report: dict = {"load_average_before": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count()}
     ok = True
     for w in (int(x) for x in args.workers.split(",")):
+        if args.code is not None:
+            proc, url = start(w, code=args.code.resolve())
+            try:
+                base = one_at_a_time(url, args.requests)
+                base.update(asyncio.run(jobs_per_second(url, args.seconds, proc.pid)))
+            finally:
+                stop(proc)
+            report[f"baseline_workers_{w}"] = base
         proc, url = start(w)
         try:
             r = one_at_a_time(url, args.requests)
@@ -114,6 +125,12 @@ def main() -> int:
         finally:
             stop(proc)
         report[f"workers_{w}"] = r
+        if args.code is not None:
+            report[f"ratio_workers_{w}"] = {
+                "health_p50_baseline_over_this": round(base["health"]["p50_ms"] / r["health"]["p50_ms"], 1),
+                "attribute_small_p50_baseline_over_this":
+                    round(base["attribute_small"]["p50_ms"] / r["attribute_small"]["p50_ms"], 1),
+                "jobs_per_s_this_over_baseline": round(r["jobs_per_s"] / max(base["jobs_per_s"], 0.1), 2)}
         ok &= r["health"]["p50_ms"] < P50_TARGET_MS and r["attribute_small"]["p50_ms"] < P50_TARGET_MS
         ok &= r["non_200"] == 0
         if w == 1:
