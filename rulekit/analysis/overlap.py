@@ -335,11 +335,12 @@ PRE, POST = -1, -2  # the search loops before and after a match
 
 def _closure(nfa: NFA, threads, at_start: bool, prev_word: bool):
     """Epsilon closure of (state, requirement) threads in the given context (memoized
-    on the NFA: a frozenset, never to be changed)."""
-    key = (frozenset(threads), at_start, prev_word)
+    on the NFA by the threads in their order: a tuple in the order the set it was made
+    of iterates, so a search visits threads, and finds witnesses, as without the memo)."""
+    key = (tuple(threads), at_start, prev_word)
     got = nfa.memo.get(key)
     if got is None:
-        got = nfa.memo[key] = frozenset(_closure_of(nfa, threads, at_start, prev_word))
+        got = nfa.memo[key] = tuple(_closure_of(nfa, threads, at_start, prev_word))
     return got
 
 
