@@ -98,6 +98,17 @@ async def jobs_per_second(url: str, seconds: float, pid: int, clients: int = 8, 
             "server_cpu_ms_per_job": round(cpu_ms / done, 2) if done else None}
 
 
+def measure(workers: int, requests: int, seconds: float, code: Path | None = None) -> dict:
+    """One server (this checkout's rulekit, or `code`'s): latency one at a time, then jobs/s."""
+    proc, url = start(workers, code=code)
+    try:
+        r = one_at_a_time(url, requests)
+        r.update(asyncio.run(jobs_per_second(url, seconds, proc.pid)))
+    finally:
+        stop(proc)
+    return r
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=300)
@@ -111,20 +122,8 @@ def main() -> int:
     ok = True
     for w in (int(x) for x in args.workers.split(",")):
         if args.code is not None:
-            proc, url = start(w, code=args.code.resolve())
-            try:
-                base = one_at_a_time(url, args.requests)
-                base.update(asyncio.run(jobs_per_second(url, args.seconds, proc.pid)))
-            finally:
-                stop(proc)
-            report[f"baseline_workers_{w}"] = base
-        proc, url = start(w)
-        try:
-            r = one_at_a_time(url, args.requests)
-            r.update(asyncio.run(jobs_per_second(url, args.seconds, proc.pid)))
-        finally:
-            stop(proc)
-        report[f"workers_{w}"] = r
+            base = report[f"baseline_workers_{w}"] = measure(w, args.requests, args.seconds, args.code.resolve())
+        r = report[f"workers_{w}"] = measure(w, args.requests, args.seconds)
         if args.code is not None:
             report[f"ratio_workers_{w}"] = {
                 "health_p50_baseline_over_this": round(base["health"]["p50_ms"] / r["health"]["p50_ms"], 1),
