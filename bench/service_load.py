@@ -46,10 +46,16 @@ BOUND_MB = 150  # documented bound on RSS growth while 4 x 100 MB bodies stream 
 XID79 = "[ 5120.118843] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
 
 
-def start(workers: int, *extra: str) -> tuple[subprocess.Popen, str]:
+def start(workers: int, *extra: str, code: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """`rulekit serve` on an ephemeral port; `code`: the checkout whose rulekit runs
+    (default: this one), for a before/after comparison in one run."""
     cmd = [sys.executable, "-m", "rulekit", "serve", "--host", "127.0.0.1", "--port", "0", "--workers", str(workers),
            *extra]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    env = None
+    if code is not None:
+        env = dict(os.environ, PYTHONPATH=str(code))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=code or ROOT, env=env)
     url = None
     assert proc.stderr is not None
     t0 = time.time()

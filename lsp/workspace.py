@@ -544,6 +544,10 @@ class TestJob:
                                               error=f"could not build the rule engine: {e}") for i, t in enumerate(r.tests)]
             return results, new_cache
         aliases = self.registry.aliases()
+        if sum(len(r.tests) for r in self.rules) > 50:
+            # many tests (the first run, or a large file): one acceleration structure over every
+            # rule, which each test narrows to its rules, instead of one built per test
+            engine.scan_plan("applog", "text")
         for r in self.rules:
             out = []
             for i, t in enumerate(r.tests):

@@ -168,3 +168,45 @@ def test_an_ascii_line_compiles_only_the_bytes_form(backend):
     hits = acc.scan("caf\u00e9 12 and a non-ASCII Xid (\u00e9): 3\n".encode())
     assert sorted(h[2] for h in hits) == [0, 2]  # (the non-ASCII pattern has no twin: its str form)
     assert acc.compiled._done[0] is not _Lazy._UNSET  # a non-ASCII line: the str form, compiled now
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan not installed")
+def test_a_cold_build_compiles_the_hyperscan_database_once(monkeypatch, tmp_path):
+    """A cold build compiles one database (it compiled one to find the accepted
+    expressions, threw it away and compiled again).  When Hyperscan refuses an
+    expression, bisection finds it without compiling the whole set a second time,
+    the refused rule stays with pyre2, and the scan still equals the naive one."""
+    import hyperscan
+
+    import rulekit.extract.accel as A
+
+    real = hyperscan.Database
+    compiled: list[list[bytes]] = []
+    refuse = {"never": b""}
+
+    class Counting(real):
+        def compile(self, expressions, **kw):
+            compiled.append(list(expressions))
+            if refuse["never"] and any(refuse["never"] in e for e in expressions):
+                raise hyperscan.error("refused")
+            return super().compile(expressions=expressions, **kw)
+
+    monkeypatch.setattr(A._hs, "Database", Counting)
+    pats = PATTERNS + [r"zebra crossing (?P<n>\d+) failed"]
+    data = b"".join((FIX / n).read_bytes() for n in ("edge.log", "edge_crlf.log")) + b"zebra crossing 12 failed\n"
+
+    acc = Accelerator(pats, backend="hyperscan", cache_dir=tmp_path / "cold")
+    assert len(compiled) == 1, f"{len(compiled)} compiles on a cold build"
+    assert scan_all(acc, data, 1 << 16) == scan_all(NaiveScanner(pats), data, 1 << 16)
+    compiled.clear()
+    Accelerator(pats, backend="hyperscan", cache_dir=tmp_path / "cold")
+    assert compiled == []  # the database comes from the cache
+
+    compiled.clear()
+    refuse["never"] = b"zebra"
+    acc = Accelerator(pats, backend="hyperscan", cache_dir=tmp_path / "refused")
+    n_all = sum(1 for c in compiled if len(c) == len(compiled[0]))
+    assert n_all == 1, "the whole refused set was compiled again"
+    assert acc._analysis[len(pats) - 1].engine != "hyperscan"
+    assert acc._analysis[0].engine == "hyperscan"
+    assert scan_all(acc, data, 1 << 16) == scan_all(NaiveScanner(pats), data, 1 << 16)

@@ -20,7 +20,8 @@ def test_a_new_process_first_lint_reuses_the_memo_on_disk(tmp_path: Path, monkey
         'author = "t"\n[[extractor]]\nname = "Wide"\nmatch_re = \'GPU has fallen off\'\n'
         'emit = { type = "bad_node", symptom = "GPU_FELL_OFF" }\n')
     monkeypatch.setattr(lint_mod, "_MEMO", lint_mod._Memo())
-    monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndex())
+    monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndexes())
+    monkeypatch.setattr(lint_mod, "_LINES", lint_mod._LineState())
     monkeypatch.setattr(lint_mod, "_saved_sizes", {})
     calls = []
     for name in ("overlap", "contains", "shortest_line", "compile_nfa"):  # the exact searches and their NFAs
@@ -39,7 +40,8 @@ def test_a_new_process_first_lint_reuses_the_memo_on_disk(tmp_path: Path, monkey
     assert list((tmp_path / "cache").glob("lint-memo-*.pkl"))
     # a new process: empty memo, then what the disk holds
     monkeypatch.setattr(lint_mod, "_MEMO", lint_mod._Memo())
-    monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndex())
+    monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndexes())
+    monkeypatch.setattr(lint_mod, "_LINES", lint_mod._LineState())
     monkeypatch.setattr(lint_mod, "_saved_sizes", {})
     assert lint_mod.load_memo() > 0
     calls.clear()
@@ -76,7 +78,8 @@ def test_rulekit_lint_starts_from_the_memo_on_disk_and_leaves_it_there(tmp_path:
     outputs = []
     for _run in range(2):
         monkeypatch.setattr(lint_mod, "_MEMO", lint_mod._Memo())  # each run a new process's memo
-        monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndex())
+        monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndexes())
+        monkeypatch.setattr(lint_mod, "_LINES", lint_mod._LineState())
         monkeypatch.setattr(lint_mod, "_saved_sizes", {})
         calls.clear()
         r = CliRunner().invoke(app, ["lint", "--no-tests", "--no-cost", str(tmp_path / "ws" / "rules")])

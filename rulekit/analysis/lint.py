@@ -30,6 +30,15 @@ structure actually does.
 * RK205 unused symptoms (from the loader) and, when test results are given,
   RK402 / RK403 (rules with no test, rules no test fires).
 
+Cost: the pairs come from an index of the patterns' literals (`pairindex`), not from
+trying every pair, and pass cheap sound screens (`overlap_screen`) before the exact
+search; every expensive part is memoized by content (patterns, lines, the sample) in a
+bounded memo that survives edits and is kept on disk (`load_memo` / `save_memo`), and
+the test lines are scanned incrementally (`lintscan.LineHits`), so a re-lint after an
+edit redoes only what involves the edited rules.  `lint_corpus(..., index=False)` is
+the definition the index is tested against: every pair through `pairindex.static_pair`,
+one scan of everything.
+
 Every overlap carries quick fixes in `data`: `fix` (an inline test of the winner on
 the witness) and `fix_case` (a `*.test.toml` case pinning the winner as the root
 cause).  Thresholds: `analysis/defaults.toml` [lint].  Suppress with
@@ -39,11 +48,15 @@ timing the patterns (RK308; `cost=False` skips it).
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rulekit.rules.records import dataclass
 from rulekit.extract import literals as L
+from rulekit.analysis import lintscan
 from rulekit.analysis import overlap as OV
+from rulekit.analysis import overlap_screen as SC
+from rulekit.analysis.pairindex import PairIndex, compatible, static_pair, survivors_all_pairs
 from rulekit.analysis.coverage import run_coverage, static_coverage
 from rulekit.analysis.settings import settings as default_settings
 from rulekit.diagnostics import Diagnostic, Related, Span
@@ -114,11 +127,12 @@ class SampleScan:
     sample_lines: int
 
 
-def literal_checks(rules: Sequence[Rule], acc: Any, cfg: Mapping[str, Any]) -> list[Diagnostic]:
-    """RK303 / RK304 from the accelerator's per-pattern analysis (`Accelerator.analysis`):
-    the key literal it chose (rarest in the sample), prefilterable or not and why."""
+def literal_checks(rules: Sequence[Rule], analysis: Sequence[Any], cfg: Mapping[str, Any]) -> list[Diagnostic]:
+    """RK303 / RK304 from the accelerator's per-pattern analysis (`Accelerator.analysis`,
+    `lintscan.analyses`): the key literal it chose (rarest in the sample), prefilterable
+    or not and why."""
     out = []
-    for r, a in zip(rules, acc.analysis):
+    for r, a in zip(rules, analysis):
         if a.key is None or (not a.prefilterable and not a.weak_key and a.reason):
             why = a.reason or f"no literal of at least {L.MIN_KEY} bytes is required by every match"
             out.append(Diagnostic("RK303", f"`{r.name}`: the prefilter cannot narrow it ({why}), so it is tried on "
@@ -177,6 +191,75 @@ def scan_sample(rules: Sequence[Rule], acc: Any, sample: bytes, extra_lines: Seq
     return SampleScan(hits, text, len(sample), n)
 
 
+def scan_incremental(rules: Sequence[Rule], sample: bytes, extra_lines: Sequence[str] = (),
+                     accelerator: Callable[[], Any] | None = None) -> SampleScan:
+    """`scan_sample`'s result, from memoized per-pattern sample hits and the test lines'
+    hits kept across lints (`lintscan`): only new patterns and new lines are scanned.
+    `accelerator()`: one over these rules' patterns, built only when everything is new."""
+    from rulekit.extract.scan import iter_lines
+
+    if sample and not sample.endswith(b"\n"):
+        sample += b"\n"
+    pats = [r.match_re for r in rules]
+    memo = _MEMO.table("scan")
+    built: list[Any] = []
+
+    def big() -> Any:
+        if not built:
+            built.append(accelerator() if accelerator is not None else None)
+        return built[0]
+
+    per_pattern = lintscan.sample_hits(pats, sample, memo, accelerator=big() if _all_missing(pats, sample, memo) else None)
+    hits: dict[str, set[int]] = {r.name: set() for r in rules}
+    text: dict[int, str] = {}
+    for r, found in zip(rules, per_pattern):
+        mine = hits[r.name]
+        for start, end in found:
+            mine.add(start)
+            if start not in text:
+                text[start] = sample[start:end].rstrip(b"\r").decode("utf-8", "replace")
+    cut = len(sample)
+    lines = [ln.replace("\n", " ") for ln in extra_lines]
+    first: dict[str, int] = {}
+    for i, ln in enumerate(lines):
+        first.setdefault(ln, cut + i)
+    seen = _LINES.get(len(pats))
+    seen.update(pats, list(first), sample, big)
+    for r in rules:
+        got = seen.hits.get(r.match_re)
+        if got:
+            mine = hits[r.name]
+            for ln in got:
+                at = first.get(ln)
+                if at is not None:
+                    mine.add(at)
+                    text.setdefault(at, seen.lines[ln])
+    n = sum(1 for s, e in iter_lines(sample) if sample[s:e].strip()) if sample else 0
+    return SampleScan(hits, text, cut, n)
+
+
+def _all_missing(pats: Sequence[str], sample: bytes, memo: Mapping) -> bool:
+    import hashlib
+
+    digest = hashlib.sha1(sample).digest()
+    return all((p, digest) not in memo for p in pats)
+
+
+class _LineState:
+    """The process's `lintscan.LineHits` (dropped when mostly stale)."""
+
+    def __init__(self) -> None:
+        self.hits = lintscan.LineHits()
+
+    def get(self, current: int) -> lintscan.LineHits:
+        if len(self.hits.patterns) > 4 * max(current, 1000):  # mostly patterns of old texts: start over
+            self.hits = lintscan.LineHits()
+        return self.hits
+
+
+_LINES = _LineState()
+
+
 def broad_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any]) -> list[Diagnostic]:
     """RK305: match rate on the benign sample (its lines only, not the test lines)."""
     out = []
@@ -220,24 +303,33 @@ def _keys(r: Rule) -> set[bytes]:
 
 def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
                     all_pairs: bool = False,
-                    checkpoint: Callable[[], None] | None = None) -> list[tuple[Rule, Rule, int | None]]:
+                    checkpoint: Callable[[], None] | None = None,
+                    cfg: Mapping[str, Any] | None = None,
+                    index: bool = True) -> list[tuple[Rule, Rule, int | None]]:
     """Pairs worth the exact search: same lines possible, and a shared required literal
     (or no literal at all) or a real line (benign sample or test line) both match.
-    Third item: the first such line (its offset).  What depends only on two rules'
-    patterns and sources is memoized (`_MEMO`), so a re-lint after an edit does the
-    work only for pairs that involve a changed rule."""
+    Third item: the first such line (its offset).  With `index`, the literal pairs come
+    from `pairindex.PairIndex` (only those the overlap screens cannot rule out: the
+    others would be searched for nothing), kept in the memo across lints; without,
+    every pair of signatures goes through `pairindex.static_pair` (the definition)."""
     ev = [r for r in rules if _evidence(r) and not getattr(r, "fallback", False)]
-    if all_pairs:
-        sigs = [_sig(r) for r in ev]
-        return [(a, b, min(c) if (c := hits.get(a.name, set()) & hits.get(b.name, set())) else None)
-                for (i, a), (j, b) in itertools.combinations(enumerate(ev), 2)
-                if _pair_static(sigs[i], sigs[j]) is not None]
     sigs = [_sig(r) for r in ev]
     by_sig: dict[tuple, list[int]] = {}
     for i, sg in enumerate(sigs):
         by_sig.setdefault(sg, []).append(i)
+    rep = int((cfg or {}).get("max_repeat_expansion", 40))
+    shared = int((cfg or {}).get("overlap_min_shared", 3))
     pairs: set[tuple[int, int]] = set()
-    for sa, sb in _PAIRS.true_pairs(by_sig, checkpoint):  # share a literal: the exact search decides
+    if all_pairs:
+        sig_pairs = survivors_all_pairs(list(by_sig), _keeper(rep, shared))
+    elif index:
+        idx = _PAIRS.get(rep, shared)
+        idx.update(by_sig, checkpoint)
+        sig_pairs = idx.pairs(by_sig)
+    else:
+        uniq = list(by_sig)
+        sig_pairs = [(sa, sb) for k, sa in enumerate(uniq) for sb in uniq[k:] if static_pair(sa, sb, _keys_of)]
+    for sa, sb in sig_pairs:  # share a literal: the exact search decides
         for i in by_sig[sa]:
             for j in by_sig[sb]:
                 if i != j:
@@ -248,78 +340,109 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
             by_line.setdefault(off, []).append(i)
     first: dict[tuple[int, int], int] = {}  # pair -> the first line both match
     for off in sorted(by_line):
-        idx = by_line[off]
-        if len(idx) > 1:
-            for i, j in itertools.combinations(idx, 2):
+        idx_ = by_line[off]
+        if len(idx_) > 1:
+            for i, j in itertools.combinations(idx_, 2):
                 if (i, j) not in first:
                     first[(i, j)] = off
     for (i, j) in first:
-        if (i, j) not in pairs and _pair_static(sigs[i], sigs[j]) is not None:
+        if (i, j) not in pairs and compatible(sigs[i], sigs[j]):
             pairs.add((i, j))
     return [(ev[i], ev[j], first.get((i, j))) for i, j in sorted(pairs)]
 
 
-class _PairIndex:
-    """Which rule signatures share a required literal (and can see the same lines),
-    maintained incrementally: a signature not seen before is checked against the
-    others once; everything else is reused."""
+def _keeper(rep: int, shared: int) -> Callable[[tuple, tuple], bool]:
+    """Does a statically paired couple of signatures need the exact search?  Both
+    patterns must compile to its NFAs and the screens must not rule the overlap out."""
+
+    def keep(sa: tuple, sb: tuple) -> bool:
+        a, b = _shape(sa[0], rep), _shape(sb[0], rep)
+        if a is None or b is None:
+            return False
+        if sa[0] == sb[0]:
+            return True
+        return not SC.quick_disjoint(a, b) and SC.may_overlap(a, b, shared)
+
+    return keep
+
+
+def _nfa(pattern: str, rep: int) -> "OV.NFA | None":
+    t = _MEMO.table("nfa")
+    key = (pattern, rep)
+    got = t.get(key, _NONE)
+    if got is _NONE:
+        try:
+            got = OV.compile_nfa(pattern, rep)
+        except OV.Unsupported:
+            got = None
+        t[key] = got
+        _MEMO.table("nfa-ok")[key] = got is not None
+    return got
+
+
+def _shape(pattern: str, rep: int) -> "SC.Shape | None":
+    t = _MEMO.table("shape")
+    key = (pattern, rep)
+    got = t.get(key, _NONE)
+    if got is _NONE:
+        ok = _MEMO.table("nfa-ok").get(key)
+        nfa = None if ok is False else _nfa(pattern, rep)
+        got = t[key] = SC.Shape(nfa) if nfa is not None else None
+    return got
+
+
+_NONE = object()
+
+
+class _PairIndexes:
+    """The process's `PairIndex` per search setting (their survivor tables live in the memo)."""
 
     def __init__(self) -> None:
-        self.known: list[tuple] = []
-        self.known_set: set[tuple] = set()
-        self.partners: dict[tuple, set[tuple]] = {}
+        self.indexes: dict[tuple[int, int], tuple[dict, PairIndex]] = {}
 
-    def true_pairs(self, current: Mapping[tuple, Any],
-                   checkpoint: Callable[[], None] | None = None) -> list[tuple[tuple, tuple]]:
-        new = [sg for sg in current if sg not in self.known_set]
-        if len(self.known) + len(new) > 4 * max(len(current), 1000):  # mostly stale signatures: start over
-            self.__init__()  # type: ignore[misc]
-            new = list(current)
-        for x in new:
-            if checkpoint is not None:
-                checkpoint()  # a first (full) pass is long: let an edit in between signatures
-            mine = self.partners.setdefault(x, set())
-            if _pair_static(x, x):
-                mine.add(x)
-            for y in self.known:
-                if _pair_static(x, y):
-                    mine.add(y)
-                    self.partners.setdefault(y, set()).add(x)
-            self.known.append(x)
-            self.known_set.add(x)
-        out = []
-        for x in current:
-            for y in self.partners.get(x, ()):
-                if y in current and (x <= y):
-                    out.append((x, y))
-        return out
+    def get(self, rep: int, shared: int) -> PairIndex:
+        table = _MEMO.table(f"pairs:{rep}:{shared}")
+        got = self.indexes.get((rep, shared))
+        if got is None or got[0] is not table:  # a new memo (tests, or loaded): a new index over it
+            got = self.indexes[(rep, shared)] = (table, PairIndex(_keys_of, _keeper(rep, shared), table))
+        return got[1]
 
 
-_PAIRS = _PairIndex()
+_PAIRS = _PairIndexes()
 
 
 class _Memo:
-    """Bounded memo tables for the pure, per-pattern parts of the lint (process-wide:
-    the language server re-lints after every edit)."""
+    """Bounded memo tables for the pure parts of the lint, keyed by content (patterns,
+    lines, the sample's digest), so they survive edits; process-wide (the language
+    server re-lints after every edit).  A table past `LIMIT` entries drops its oldest
+    quarter (what a lookup found is moved to the end once the table is half full)."""
 
-    LIMIT = 400_000
+    LIMIT = 1_000_000
 
     def __init__(self) -> None:
         self.tables: dict[str, dict] = {}
 
     def table(self, name: str) -> dict:
-        t = self.tables.setdefault(name, {})
-        if len(t) > self.LIMIT:
-            t.clear()
+        t = self.tables.get(name)
+        if t is None:
+            t = self.tables[name] = {}
+        elif len(t) > self.LIMIT:
+            for k in list(itertools.islice(t, len(t) - self.LIMIT * 3 // 4)):
+                del t[k]
         return t
 
 
 _MEMO = _Memo()
+_LOCK = threading.RLock()  # one lint at a time per process: the memo, the index and the line hits are shared
 
 # the memo tables worth keeping across processes: pure functions of patterns (and the
-# sample's digest), the exact searches above all (most of a first lint's time)
-PERSISTED = ("overlap", "contains", "shortest", "scan", "keys", "pairs", "nfa-ok")
+# sample's digest), the exact searches and the pair index above all (most of a first lint's time)
+PERSISTED = ("overlap", "contains", "shortest", "scan", "keys", "nfa-ok", "factors", "superset", "keycount")
 _saved_sizes: dict[str, int] = {}
+
+
+def _persisted() -> list[str]:
+    return [*PERSISTED, *sorted(n for n in _MEMO.tables if n.startswith("pairs:"))]
 
 
 def _memo_key() -> str:
@@ -338,7 +461,7 @@ def load_memo() -> int:
     if not isinstance(got, dict):
         return 0
     n = 0
-    for name in PERSISTED:
+    for name in [*PERSISTED, *(k for k in got if isinstance(k, str) and k.startswith("pairs:"))]:
         table = got.get(name)
         if isinstance(table, dict):
             mine = _MEMO.table(name)
@@ -355,10 +478,12 @@ def save_memo() -> bool:
     was new or the cache is disabled."""
     from rulekit.extract import diskcache
 
-    sizes = {name: len(_MEMO.tables.get(name, {})) for name in PERSISTED}
-    if all(sizes[n] <= _saved_sizes.get(n, 0) for n in PERSISTED):
+    names = _persisted()
+    sizes = {name: len(_MEMO.tables.get(name, {})) for name in names}
+    if all(sizes[n] <= _saved_sizes.get(n, 0) for n in names):
         return False
-    body = {name: dict(_MEMO.tables.get(name, {})) for name in PERSISTED}
+    with _LOCK:
+        body = {name: dict(_MEMO.tables.get(name, {})) for name in names}
     ok = diskcache.store("lint-memo", _memo_key(), body)
     if ok:
         _saved_sizes.update(sizes)
@@ -379,30 +504,15 @@ def _keys_of(pattern: str) -> frozenset[bytes]:
     return got
 
 
-def _pair_static(sa: tuple, sb: tuple) -> bool | None:
-    """None: the two can never see the same line (sources/formats disagree, or two entries
-    of one catalog); else whether they share a required literal (or one has none)."""
-    t = _MEMO.table("pairs")
-    key = (sa, sb)
-    if key in t:
-        return t[key]
-    for x, y in ((sa[1], sb[1]), (sa[2], sb[2])):
-        if x and y and not set(x) & set(y):
-            t[key] = None
-            return None
-    if sa[3] is not None and sa[3] == sb[3]:
-        t[key] = None
-        return None
-    ka, kb = _keys_of(sa[0]), _keys_of(sb[0])
-    t[key] = res = not ka or not kb or any(x in y or y in x for x in ka for y in kb)
-    return res
-
-
 def _memo_search(kind: str, fn, *args):
     """OV.overlap / contains / shortest_line on patterns, memoized by their arguments."""
     t = _MEMO.table(kind)
-    if args in t:
-        return t[args]
+    got = t.get(args, _NONE)
+    if got is not _NONE:
+        if len(t) > _Memo.LIMIT // 2:  # keep what is used when the table must shed entries
+            del t[args]
+            t[args] = got
+        return got
     t[args] = res = fn(*args)
     return res
 
@@ -456,7 +566,7 @@ def _fix_case(w: str, a: Rule, b: Rule, winner: Rule) -> str | None:
 
 def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, Any],
                    engine: Any = None, checkpoint: Callable[[], None] | None = None,
-                   focus: set[str] | None = None) -> list[Diagnostic]:
+                   focus: set[str] | None = None, index: bool = True) -> list[Diagnostic]:
     """RK306 / RK307.  A pair is reported when both rules fire on a real line (the
     benign sample or the corpus's own test lines: the witness is that line), or
     when the exact search constructs a line where their matches overlap.  focus: rule
@@ -464,33 +574,24 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
     hits = scan.hits
     out = []
     budget, rep = int(cfg["overlap_state_budget"]), int(cfg["max_repeat_expansion"])
-    nfas: dict[str, OV.NFA | None] = {}
 
     def nfa(r: Rule) -> OV.NFA | None:
-        if r.name not in nfas:
-            t = _MEMO.table("nfa")
-            key = (r.match_re, rep)
-            if key not in t:
-                try:
-                    t[key] = OV.compile_nfa(r.match_re, rep)
-                except OV.Unsupported:
-                    t[key] = None
-            nfas[r.name] = t[key]
-        return nfas[r.name]
+        return _nfa(r.match_re, rep)
 
     def supported(r: Rule) -> bool:
         """Does the exact search handle this pattern?  Memoized apart from the NFA itself
         (and kept on disk): with the searches memoized, no NFA needs building at all."""
         t = _MEMO.table("nfa-ok")
         key = (r.match_re, rep)
-        if key not in t:
-            t[key] = nfa(r) is not None
-        return t[key]
+        got = t.get(key)
+        if got is None:
+            got = t[key] = nfa(r) is not None
+        return got
 
     def search(kind: str, fn, x: Rule, y: Rule, *more):
         return _memo_search(kind, lambda *_: fn(nfa(x), nfa(y), *more), x.match_re, y.match_re, *more)
 
-    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint):
+    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint, cfg, index):
         if focus is not None and a.name not in focus and b.name not in focus:
             continue
         if checkpoint is not None:
@@ -570,7 +671,7 @@ def _moved_to(d: Diagnostic, own: Related) -> Diagnostic:
 def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[str, Any] | None = None,
                 test_results: Iterable[Any] | None = None, cost: bool = True,
                 checkpoint: Callable[[], None] | None = None,
-                focus: Callable[[str], bool] | None = None) -> list[Diagnostic]:
+                focus: Callable[[str], bool] | None = None, index: bool = True) -> list[Diagnostic]:
     """Every lint finding of a loaded corpus (see the module docstring).
 
     config: full settings (`analysis.settings.settings()`), default the defaults.
@@ -578,7 +679,16 @@ def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[s
     cost: measure per-rule cost (RK308); off for reproducible output.
     focus: which files are linted (a predicate on a rule's file; default: all).  The
     other rules (the bundled corpus under a user's own) are context: a user rule that
-    overlaps one of them is reported, their own findings are not (and not searched)."""
+    overlaps one of them is reported, their own findings are not (and not searched).
+    index: False runs the definition (every pair, one scan of everything; no memo of
+    pairs): what the indexed lint is tested against."""
+    with _LOCK:
+        return _lint(load, sample, config, test_results, cost, checkpoint, focus, index)
+
+
+def _lint(load: LoadResult, sample: bytes | None, config: Mapping[str, Any] | None,
+          test_results: Iterable[Any] | None, cost: bool, checkpoint: Callable[[], None] | None,
+          focus: Callable[[str], bool] | None, index: bool) -> list[Diagnostic]:
     cfg = dict((config or default_settings())["lint"])
     cov_cfg = (config or default_settings())["coverage"]
     data = _default_sample() if sample is None else sample
@@ -592,17 +702,26 @@ def lint_corpus(load: LoadResult, sample: bytes | None = None, config: Mapping[s
     if own:
         from rulekit.extract.accel import Accelerator
 
-        acc = Accelerator([r.match_re for r in rules], sample=data)
         extra = [t.line for r in rules for t in r.tests]
         extra += [ln for c in load.ruleset.job_tests for o in c.observations for ln in o.lines]
-        scan = scan_sample(rules, acc, data, extra)
-        diags += literal_checks(own, acc, cfg)
+        pats = [r.match_re for r in rules]
+        if index:
+            analysis = lintscan.analyses(pats, data, _MEMO.table("factors"), _MEMO.table("superset"),
+                                         _MEMO.table("keycount"))
+            scan = scan_incremental(rules, data, extra, lambda: Accelerator(pats, sample=data))
+        else:
+            acc = Accelerator(pats, sample=data)
+            analysis = acc.analysis
+            scan = scan_sample(rules, acc, data, extra)
+        if focus is not None:  # (the analysis is of every rule's pattern: keep it beside its rule)
+            analysis = [a for r, a in zip(rules, analysis) if mine(r.span)]
+        diags += literal_checks(own, analysis, cfg)
         diags += broad_checks(own, scan, cfg)
         if cost:
             diags += cost_checks(own, data, cfg)
         if cfg["overlap"]:
             names = {r.name for r in own} if focus is not None else None
-            diags += overlap_checks(rules, scan, cfg, load.engine, checkpoint, names)
+            diags += overlap_checks(rules, scan, cfg, load.engine, checkpoint, names, index)
     diags += [d for d in load.diagnostics if d.code == "RK205"]
     if test_results is not None and cfg["coverage"] and load.engine is not None:
         cov = static_coverage(load.engine, cov_cfg) + run_coverage(load.engine, test_results, cov_cfg)

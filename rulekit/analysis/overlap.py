@@ -143,6 +143,8 @@ class NFA:
     start: int = 0
     accept: int = 0
     exact: bool = True
+    # the searches' closures and moves, per thread and context (pure functions of the NFA)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def new(self) -> int:
         self.trans.append([])
@@ -320,8 +322,11 @@ def _meet(r: int, need: int) -> int | None:
     return None
 
 
+_REQ_SETS: tuple = (UNIVERSE, WORD, inter(_NONWORD, UNIVERSE), None)  # by ANYR, WORDR, NONWORDR, ENDR
+
+
 def _req_set(r: int) -> CharSet | None:
-    return {ANYR: UNIVERSE, WORDR: WORD, NONWORDR: inter(_NONWORD, UNIVERSE), ENDR: None}[r]
+    return _REQ_SETS[r]
 
 
 NARROW = 32  # a shared character must be consumed through a literal or a class this small
@@ -329,7 +334,17 @@ PRE, POST = -1, -2  # the search loops before and after a match
 
 
 def _closure(nfa: NFA, threads, at_start: bool, prev_word: bool):
-    """Epsilon closure of (state, requirement) threads in the given context."""
+    """Epsilon closure of (state, requirement) threads in the given context (memoized
+    on the NFA by the threads in their order: a tuple in the order the set it was made
+    of iterates, so a search visits threads, and finds witnesses, as without the memo)."""
+    key = (tuple(threads), at_start, prev_word)
+    got = nfa.memo.get(key)
+    if got is None:
+        got = nfa.memo[key] = tuple(_closure_of(nfa, threads, at_start, prev_word))
+    return got
+
+
+def _closure_of(nfa: NFA, threads, at_start: bool, prev_word: bool):
     out = set()
     stack = list(threads)
     while stack:
@@ -363,7 +378,15 @@ def _closure(nfa: NFA, threads, at_start: bool, prev_word: bool):
 
 
 def _moves(nfa: NFA, st: int, r: int):
-    """(charset, target, inside) char transitions of one thread."""
+    """(charset, target, inside) char transitions of one thread (memoized on the NFA)."""
+    key = (st, r)
+    got = nfa.memo.get(key)
+    if got is None:
+        got = nfa.memo[key] = tuple(_moves_of(nfa, st, r))
+    return got
+
+
+def _moves_of(nfa: NFA, st: int, r: int):
     allowed = _req_set(r)
     if allowed is None:
         return []

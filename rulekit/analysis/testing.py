@@ -72,7 +72,7 @@ def _group_rules(engine: RuleEngine, rule: ExtractorRule | AccumulatorRule) -> l
     """A catalog's tests run through every rule of that catalog."""
     origin = getattr(rule, "origin", None)
     if origin and origin.startswith("catalog:"):
-        return [r for r in engine.extractors if r.origin == origin]
+        return list(engine.rules_of_origin(origin))
     return [rule]
 
 

@@ -33,7 +33,10 @@ def bind_or_exit(host: str, port: int) -> socket.socket:
     worker processes take it over); a failure ends the command through `cannot_listen`."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # with the TCP protocol number: asyncio sets TCP_NODELAY on accepted connections only
+        # for sockets that say they are TCP (a socket made with proto 0 does not, and every
+        # small response then waits ~40 ms for the client's delayed ACK)
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     except OSError as e:
         cannot_listen(host, port, e)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

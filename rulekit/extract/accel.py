@@ -96,6 +96,27 @@ class PatternAnalysis:
         return " | ".join(sorted(k.decode("utf-8", "replace") for k in self.key))
 
 
+def pattern_analyses(patterns: Sequence[str], all_factors, choices, supersets) -> list[PatternAnalysis]:
+    """Per pattern: its factors, chosen key and gate form made into a `PatternAnalysis`
+    (the accelerator's, and the lint's without building one)."""
+    out = []
+    for i, p in enumerate(patterns):
+        ch, ss = choices[i], supersets[i]
+        reason = ""
+        weak = ch.factor is not None and (ch.rate > WEAK_KEY_RATE or min(len(k) for k in ch.factor) <= L.MIN_KEY)
+        if all_factors[i] is None:
+            reason = "Python's parser cannot read the pattern, so no literal can be extracted"
+        elif ch.factor is None:
+            reason = "no literal of at least 3 bytes is required by every match"
+        if ss.text is None and not reason:
+            reason = ss.reason
+        out.append(PatternAnalysis(
+            index=i, pattern=p, factors=all_factors[i], key=ch.factor,
+            prefilterable=not reason, reason=reason, weak_key=weak,
+            key_sample_rate=ch.rate, engine="re2", gate_form=ss.text))
+    return out
+
+
 @dataclass
 class _Gate:
     """A pyre2 gate over a subset of the rules."""
@@ -134,21 +155,7 @@ class Accelerator:
 
         n = len(self.patterns)
         all_factors, choices, supersets = _derive(self.patterns, sample, cache_dir)
-        self._analysis: list[PatternAnalysis] = []
-        for i in range(n):
-            ch, ss = choices[i], supersets[i]
-            reason = ""
-            weak = ch.factor is not None and (ch.rate > WEAK_KEY_RATE or min(len(k) for k in ch.factor) <= L.MIN_KEY)
-            if all_factors[i] is None:
-                reason = "Python's parser cannot read the pattern, so no literal can be extracted"
-            elif ch.factor is None:
-                reason = "no literal of at least 3 bytes is required by every match"
-            if ss.text is None and not reason:
-                reason = ss.reason
-            self._analysis.append(PatternAnalysis(
-                index=i, pattern=self.patterns[i], factors=all_factors[i], key=ch.factor,
-                prefilterable=not reason, reason=reason, weak_key=weak,
-                key_sample_rate=ch.rate, engine="re2", gate_form=ss.text))
+        self._analysis: list[PatternAnalysis] = pattern_analyses(self.patterns, all_factors, choices, supersets)
 
         # split rules between Hyperscan (gate says which rule) and pyre2 gates
         re2_members = list(range(n))
@@ -223,10 +230,12 @@ class Accelerator:
                 return None
             return db
 
-        def accepted(idx):
+        def accepted(idx, known_bad=False):
+            """The expressions of `idx` Hyperscan accepts (`known_bad`: idx as a whole
+            was already refused, so it is split without compiling it again)."""
             if not idx:
                 return []
-            if compiles(idx) is not None:
+            if not known_bad and compiles(idx) is not None:
                 return idx
             if len(idx) == 1:
                 return []
@@ -239,8 +248,14 @@ class Accelerator:
             ok = [int(j) for j in db[1]]
             db = db[0]
         else:
-            ok = accepted(list(range(len(exprs))))
-            db = compiles(ok) if ok else None
+            # one compile when Hyperscan takes every expression (the usual case); when it
+            # refuses some, bisection finds them and the accepted ones are compiled once more
+            everything = list(range(len(exprs)))
+            db = compiles(everything)
+            ok = everything
+            if db is None:
+                ok = accepted(everything, known_bad=True)
+                db = compiles(ok) if ok else None
             if db is not None:
                 _hs_cache_store(cache, db, ok)
         if db is None:

@@ -270,15 +270,22 @@ def sample_key_counts(keys: Sequence[bytes], sample: bytes | None) -> dict[bytes
         return counts
     keys = list(dict.fromkeys(keys))
     ac = ahocorasick_rs.BytesAhoCorasick(keys, implementation=ahocorasick_rs.Implementation.DFA)
-    low = sample.lower()
+    low, nl_positions = _lowered(sample)
     # count per line: a key occurring twice on one line counts once
     per_key_lines: dict[int, set[int]] = {}
-    nl_positions = _newline_index(low)
     for kid, start, _end in ac.find_matches_as_indexes(low, overlapping=True):
         per_key_lines.setdefault(kid, set()).add(bisect.bisect_right(nl_positions, start))
     for kid, lines in per_key_lines.items():
         counts[keys[kid]] = len(lines)
     return counts
+
+
+@lru_cache(maxsize=4)
+def _lowered(sample: bytes) -> tuple[bytes, list[int]]:
+    """The sample lower-cased and its newline offsets: the same sample is counted for
+    every accelerator built (one per inline test's rules in an editor)."""
+    low = sample.lower()
+    return low, _newline_index(low)
 
 
 def _newline_index(data: bytes) -> list[int]:
@@ -295,12 +302,15 @@ def count_lines(sample: bytes | None) -> int:
     return sample.count(b"\n") + (0 if sample.endswith(b"\n") else 1)
 
 
-def choose_keys(all_factors: Sequence[Sequence[Factor] | None], sample: bytes | None) -> list[KeyChoice]:
+def choose_keys(all_factors: Sequence[Sequence[Factor] | None], sample: bytes | None,
+                counts: dict[bytes, int] | None = None) -> list[KeyChoice]:
     """Per rule, the factor whose keys occur on the fewest sample lines; ties go to
     the factor shared by fewer rules, then to the longer one.  Without a sample,
-    the factor with the longest shortest key."""
-    keys = sorted({k for fs in all_factors if fs for f in fs for k in f})
-    counts = sample_key_counts(keys, sample)
+    the factor with the longest shortest key.  `counts`: each key's
+    `sample_key_counts` on this sample, when the caller has them already."""
+    if counts is None:
+        keys = sorted({k for fs in all_factors if fs for f in fs for k in f})
+        counts = sample_key_counts(keys, sample)
     share: dict[bytes, int] = {}
     for fs in all_factors:
         for k in {k for f in fs or () for k in f}:

@@ -56,6 +56,8 @@ class RuleEngine:
         self._plans: dict[tuple[str, str], ScanPlan] = {}
         self._all: list[ScanPlan] = []  # the plan over every rule, once built (a list: shared with twins)
         self._rule_plans: dict[tuple[str, ...], ScanPlan] = {}
+        self._position: dict[int, int] | None = None  # id(rule) -> its index in the plan over every rule
+        self._by_origin: dict[str, tuple[ExtractorRule, ...]] | None = None
         self._lock = threading.Lock()
 
     def with_options(self, **changes: object) -> "RuleEngine":
@@ -121,11 +123,25 @@ class RuleEngine:
         if not self._all:
             return None
         every = self._all[0]
-        at = {id(r): i for i, r in enumerate(every.rules)}
+        at = self._position
+        if at is None:  # built once: tests narrow to their rules hundreds of times
+            at = self._position = {id(r): i for i, r in enumerate(every.rules)}
         picked = [at.get(id(r), -1) for r in rules]
         if -1 in picked or picked != sorted(picked):
             return None
         return ScanPlan(_FilteredScanner(every.scanner, frozenset(picked)), every.rules)
+
+    def rules_of_origin(self, origin: str) -> tuple[ExtractorRule, ...]:
+        """The extractors expanded from one catalog or family (`origin`), in corpus
+        order; the map is built once."""
+        by = self._by_origin
+        if by is None:
+            found: dict[str, list[ExtractorRule]] = {}
+            for r in self.extractors:
+                if r.origin:
+                    found.setdefault(r.origin, []).append(r)
+            by = self._by_origin = {k: tuple(v) for k, v in found.items()}
+        return by.get(origin, ())
 
     def __getstate__(self) -> dict:
         # engines are shared with worker processes by rebuilding from paths, not pickling

@@ -13,6 +13,7 @@ RulekitError carrying all errors at once (what `setup_rules()` uses).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -173,13 +174,25 @@ def token_span(span: Span | None, text: str | None, token: str) -> Span | None:
 
 def _static(template: str, rule: ExtractorRule) -> str:
     """Render the placeholders a catalog entry fixes at load time (its lookup fields and key)."""
-    values = dict(rule.lookup)
-    key_val = rule.catalog_key
+    if "{" not in template:
+        return template
+    args = (template, tuple(rule.lookup), rule.catalog_key, rule.match_re)
+    try:
+        return _static_cached(*args)
+    except TypeError:  # a lookup value that cannot be hashed
+        return _static_of(*args)
+
+
+def _static_of(template: str, lookup: tuple, key_val: str | None, match_re: str) -> str:
+    values = dict(lookup)
     if key_val is not None:
-        m = re.search(r"\(\?P<(\w+)>" + re.escape(re.escape(key_val)) + r"\)", rule.match_re)
+        m = re.search(r"\(\?P<(\w+)>" + re.escape(re.escape(key_val)) + r"\)", match_re)
         if m:
             values[m.group(1)] = key_val
     return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+_static_cached = functools.lru_cache(maxsize=1 << 14)(_static_of)
 
 
 # ---- validation -----------------------------------------------------------------------
@@ -301,8 +314,52 @@ def _check_outcome_rules(v: "_Validator") -> None:
         _check_blame(v, f"outcome rule `{r.prefix}`", r.blame, r.action, r.span)
 
 
+class _RuleChecks:
+    """What each rule's own validator found (its diagnostics, the symptoms and prefixes it
+    uses), by rule object, for the registry it was checked against.  A rule's check is a
+    function of the rule and the registry alone, and an edit re-parses one file: the
+    language server re-checks that file's rules, not the corpus's.  Bounded: cleared when
+    it holds `limit` rules or the registry changes."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self.registry: tuple | None = None
+        self.by_id: dict[int, tuple] = {}  # id(rule) -> (rule, diags, used, used_prefixes)
+        self.by_content: dict = {}  # rule -> the same (rules are frozen: equal rules, equal checks)
+
+    def validate(self, rule, v: "_Validator") -> None:
+        fp = v.registry.fingerprint()
+        if self.registry is not fp and self.registry != fp:
+            self.by_id, self.by_content = {}, {}
+        self.registry = fp
+        got = self.by_id.get(id(rule))
+        if got is None or got[0] is not rule:
+            # a re-parsed rule equal to one checked before (the file's other rules, when one
+            # changed) is found by content; a rule that cannot be hashed is checked each time
+            try:
+                got = self.by_content.get(rule)
+                hashable = True
+            except TypeError:
+                got, hashable = None, False
+            if got is None:
+                sub = _Validator(v.ruleset, v.registry)
+                RULE_TYPES[rule.kind.value].validate(rule, sub)
+                got = (rule, tuple(sub.diags), frozenset(sub.used), frozenset(sub.used_prefixes))
+                if hashable:
+                    self.by_content[rule] = got
+            if len(self.by_id) >= self.limit or len(self.by_content) >= self.limit:
+                self.by_id, self.by_content = {}, {}
+            self.by_id[id(rule)] = (rule, *got[1:])
+        v.diags.extend(got[1])
+        v.used |= got[2]
+        v.used_prefixes |= got[3]
+
+
+_RULE_CHECKS = _RuleChecks()
+
+
 def _check_rules(v: "_Validator") -> None:
-    """RK201 names defined twice; then each rule's own validator (RULE_TYPES)."""
+    """RK201 names defined twice; then each rule's own validator (RULE_TYPES, memoized per rule)."""
     for rule in v.ruleset.rules:
         prev = v.rules.get(rule.name)
         if prev is not None:
@@ -311,7 +368,7 @@ def _check_rules(v: "_Validator") -> None:
                   [Related(prev.span, f"`{rule.name}` first defined here")], rule=rule.name)  # type: ignore[attr-defined]
             continue
         v.rules[rule.name] = rule
-        RULE_TYPES[rule.kind.value].validate(rule, v)
+        _RULE_CHECKS.validate(rule, v)
 
 
 def _check_dependencies(v: "_Validator") -> None:

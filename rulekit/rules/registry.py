@@ -39,6 +39,14 @@ class SymptomRegistry:
         self._rules = sorted(outcome_rules, key=lambda r: len(r.prefix), reverse=True)
         self._info: dict[str, SymptomInfo] = {}  # memo: the registry never changes
 
+    def fingerprint(self) -> tuple:
+        """What the registry answers from (its symptoms, aliases and outcome rules): two
+        registries with equal fingerprints answer every question alike."""
+        fp = getattr(self, "_fingerprint", None)
+        if fp is None:
+            fp = self._fingerprint = (tuple(self._by_name.values()), tuple(self._alias.items()), tuple(self._rules))
+        return fp
+
     def canonical(self, name: str) -> str:
         return self._alias.get(name, name)
 
