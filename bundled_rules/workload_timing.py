@@ -104,7 +104,8 @@ def sigkill_alone_is_host_oom(context):
     kills = [e for e in bad if e.symptom in SIGKILL]
     if not kills:
         return
-    others = {e.symptom for e in bad} - ECHOES
+    # (generic error lines of the fallback band, rank 0, are not another failure)
+    others = {e.symptom for e in bad if e.symptom and context.registry.rank(e.symptom) > 0} - ECHOES
     if others or any(e.symptom in STOPS for e in stream.query()):
         return
     if (context.job.state or "").upper() in ("CANCELLED", "TIMEOUT", "PREEMPTED", "DEADLINE", "NODE_FAIL"):

@@ -54,8 +54,14 @@ BENIGN = [
 ]
 
 
-def _make_log(rng: random.Random, evidence: list[str], n_lines: int) -> bytes:
-    repeated = rng.choice(evidence).split("\n")[0]
+def _positive_lines(engine) -> list[str]:
+    """The test lines a rule must fire on (the repeated line has to be evidence)."""
+    return sorted({t.line for r in (*engine.extractors, *engine.accumulators) for t in r.tests
+                   if t.line and t.expect != "nothing"})
+
+
+def _make_log(rng: random.Random, evidence: list[str], n_lines: int, positive: list[str] | None = None) -> bytes:
+    repeated = rng.choice(positive or evidence).split("\n")[0]
     parts: list[bytes] = []
     for i in range(n_lines):
         r = rng.random()
@@ -79,9 +85,9 @@ def _generated_job(tmp: Path, engine, seed: int) -> Path:
     rng = random.Random(seed)
     dest = tmp / f"gen-{seed}"
     shutil.copytree(REPO / "examples" / "xid149-nvlink", dest)
-    evidence = _evidence_lines(engine)
-    (dest / "applog" / "train.log").write_bytes(_make_log(rng, evidence, 3000))
-    (dest / "syslog" / "node-01.log").write_bytes(_make_log(rng, evidence, 800))
+    evidence, positive = _evidence_lines(engine), _positive_lines(engine)
+    (dest / "applog" / "train.log").write_bytes(_make_log(rng, evidence, 3000, positive))
+    (dest / "syslog" / "node-01.log").write_bytes(_make_log(rng, evidence, 800, positive))
     return dest
 
 

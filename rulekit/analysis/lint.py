@@ -13,8 +13,10 @@ structure actually does.
   first benign line it matches (not for `data` extractors: recording versions and
   parameters from healthy logs is their job, and they never rank).
 * RK308 slow-pattern: time per MB running the rule alone on the sample, above the budget.
-* RK306 overlapping-patterns: two evidence extractors (not `data`) that can see the
-  same lines (sources agree, not two entries of one catalog) and
+* RK306 overlapping-patterns: two evidence extractors (not `data`, not a fallback: a
+  fallback reads what no other rule reads, by design every line; the engine drops it
+  where another rule reads the line) that can see the same lines (sources agree, not
+  two entries of one catalog) and
   - both fire on a real line: a benign sample line or one of the corpus's own test
     lines (inline test lines and job-test observations); that line is the witness;
   - or, for pairs that share a required literal (or where one has none), the exact
@@ -224,7 +226,7 @@ def candidate_pairs(rules: Sequence[Rule], hits: Mapping[str, set[int]],
     Third item: the first such line (its offset).  What depends only on two rules'
     patterns and sources is memoized (`_MEMO`), so a re-lint after an edit does the
     work only for pairs that involve a changed rule."""
-    ev = [r for r in rules if _evidence(r)]
+    ev = [r for r in rules if _evidence(r) and not getattr(r, "fallback", False)]
     if all_pairs:
         sigs = [_sig(r) for r in ev]
         return [(a, b, min(c) if (c := hits.get(a.name, set()) & hits.get(b.name, set())) else None)

@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from rulekit.engine import locality
-from rulekit.engine.refine import DECISIVE_OUTCOMES, OutcomeDecision
+from rulekit.engine.refine import DECISIVE_OUTCOMES, FALLBACK_RANK, OutcomeDecision
 from rulekit.engine.store import Event
 from rulekit.rules.model import NODE_BLAMES
 from rulekit.rules.registry import SymptomRegistry
@@ -115,7 +115,9 @@ def blame_nodes(events: list[Event], reg: SymptomRegistry, decision: OutcomeDeci
         syms = _by_rank(reg, (e.symptom for e in evs if e.symptom))
         top = reg.info(syms[0])
         top_blame = next(blame_of(e, reg, resolved) for e in evs if e.symptom == syms[0])
+        # (generic evidence of the fallback band suspects a node, never makes it certain)
         certain = any(blame_of(e, reg, resolved) in CERTAIN_BLAMES and resolved.get(e.id, _CERTAIN).certain
+                      and (not e.symptom or reg.rank(e.symptom) > FALLBACK_RANK)
                       for e in evs) or any(e.fields.get("certain") is True for e in evs)
         entries[node] = {"node": node, "symptoms": syms, "blame": top_blame, "action": top.action,
                          "confidence": "certain" if certain else "suspected"}

@@ -37,6 +37,7 @@ from rulekit.rules.model import (
 )
 from rulekit.inputs.observation import Observation
 from rulekit.engine.blame import assess, blame_nodes, blame_of, resource_blames
+from rulekit.engine.explained import ROLE_EXPLAINS, ROLE_FALLBACK, ROLE_LINE_ONLY, drop_explained, rule_role
 from rulekit.engine.gcpolicy import fewer_collections
 from rulekit.engine.ordering import event_order_key, first_in_order
 from rulekit.engine.refine import OutcomeDecision, SymptomSet, decide_outcome
@@ -191,6 +192,8 @@ GROUP_CAP = DEFAULT_GROUP_CAP  # (EngineOptions.group_cap) events kept per (rule
 
 _UNSET = object()
 _NOT_READ = object()  # a line's rank, before anything needed it
+_LATER = object()  # a carried timestamp looked up only if it is needed
+
 
 
 class _EmitPlan:
@@ -264,6 +267,8 @@ class ExtractionPhase:
         self._capped: list[tuple[int, tuple]] = []
         self._told: dict[int, int] = {}  # worker -> how much of `_capped` it was told
         self._order = StoreOrder(manager.add, manager.next_id)  # ids as one read of the file gives them
+        self._roles: dict[int, tuple] = {}  # id(plan rules) -> (rules, `rule_role` of each)
+        self._fallback_names = frozenset(a.name for a in engine.accumulators if a.fallback)
 
     def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
         """The node a line belongs to: declared, else its printing host (`host_name`:
@@ -322,10 +327,12 @@ class ExtractionPhase:
         first such hit, with what they add to its `event_repeats` row."""
         inherited = None  # with facts: the carried timestamp where the chunk starts
         tail = b""  # with facts: what a window may reach of the file before the chunk (`next_tail`)
+        roles = self.roles(plan.rules)
         for chunk, hits, got in scanned:
             first = line_base  # the chunk's first line
             if active:
-                active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self)]
+                active[:] = [a for a in active if not a.feed_chunk(chunk, 0, self, first)]
+            explained = -1  # where the last line another rule explained starts (a fallback's hit there is dropped)
             if got is not None:  # (the worker counted the lines too; the tail is kept here, below)
                 facts, lines, after, newlines, last_end = got
                 carry.new_chunk()
@@ -341,8 +348,13 @@ class ExtractionPhase:
                     counted_line += chunk.count(b"\n", counted_pos, start)
                     counted_pos = start
                 if idx == LEFT_OUT:  # left out by a worker: past its cap (`caps` is its group, `facts[k]` its repeats)
+                    if caps[0] not in self._fallback_names:  # (an extractor's or a line-only accumulator's event)
+                        explained = start
                     self._left_out_many(oc, caps, first, *facts[k])  # type: ignore[index]
                     continue
+                role = roles[idx]
+                if role is ROLE_FALLBACK and explained == start:
+                    continue  # the line is explained: the fallback says nothing of it
                 rule = plan.rules[idx]
                 line = decode_line(chunk[start:end])
                 f = None
@@ -352,10 +364,14 @@ class ExtractionPhase:
                         f = (f[0], f[1], f[2], resolve_tail(f[3], tail, self.year, inherited), f[4])
                 if isinstance(rule, AccumulatorRule):
                     # the carried timestamp is looked up only for a line without its own
-                    ts = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
-                                                 f or partial(carry.before, chunk, start))
+                    ts, made = self._start_accumulator(rule, obs, line, caps, counted_line, oc, active, chunk, end,
+                                                       f, carry, start)
+                    if made and role is ROLE_LINE_ONLY:
+                        explained = start
                 else:
                     ts = self._emit(rule, obs, line, caps, counted_line, oc, carry, chunk, start, f)
+                    if role is ROLE_EXPLAINS:
+                        explained = start
                 if f is None:
                     carry.saw(ts, end)
             if facts is not None:
@@ -383,6 +399,14 @@ class ExtractionPhase:
                                  WorkerHits(self, obs, plan.rules, self.year, hosts), self._news_for)
         scan = plan.scanner.scan
         return ((chunk, scan(chunk), None) for chunk in obs.chunks(size))
+
+    def roles(self, rules: "tuple[ExtractorRule | AccumulatorRule, ...]") -> tuple[str | None, ...]:
+        """Per rule index of a plan's rules, what its hit says of its line (`rule_role`),
+        worked out once."""
+        got = self._roles.get(id(rules))
+        if got is None or got[0] is not rules:
+            got = self._roles[id(rules)] = (rules, tuple(rule_role(r) for r in rules))
+        return got[1]
 
     def _news_for(self, worker: int) -> list[tuple[int, tuple]] | None:
         """The caps reached since `worker` (-1: this process) was last told (None: none)."""
@@ -527,15 +551,19 @@ class ExtractionPhase:
 
     def _start_accumulator(self, rule: AccumulatorRule, obs: Observation, line: str, caps: dict, line_num: int,
                            oc: int, active: list["_ActiveAccumulator"], chunk: bytes, end: int,
-                           facts: "tuple | Callable[[], str | None]") -> str | None:
+                           facts: tuple | None, carry: TimeCarry | None = None,
+                           start: int = 0) -> tuple[str | None, int]:
         """Start an accumulator on its trigger line and feed it the rest of the chunk
-        (still running: appended to `active`); returns the line's own timestamp.
-        `facts`: the line's (timestamp, uptime, rank, carried, host), or a function giving
-        the carried timestamp (looked up only for a line without its own)."""
-        if callable(facts):
+        (still running: appended to `active`); returns the line's own timestamp and, for
+        one that reads its trigger line alone, how many events it made (else 0).
+        `facts`: the line's (timestamp, uptime, rank, carried, host) a worker read, or
+        None: then they are read here, the carried timestamp (from `carry`, for the hit at
+        `start` of `chunk`) only for a line without its own, and, for an accumulator that
+        reads its trigger line alone, only when it makes an event."""
+        if facts is None:
             ts, _uptime = timestamp_of(line, self.year)
             rank, host = rank_of(line), _NOT_READ
-            carried = facts() if ts is None else None
+            carried: Any = _LATER if ts is None and carry is not None else None
         else:
             ts, _uptime, rank, carried, host = facts
         node = self._node_of(obs, line, rank, host)
@@ -544,31 +572,51 @@ class ExtractionPhase:
             instance = rule.factory(ctx, line, caps)
         except Exception as e:  # the rule's bug: reported, the line is skipped
             self.errors.append(rule_error(rule.name, e))
-            return ts
+            return ts, 0
         if rule.max_lines < 1:  # it reads its trigger line alone: finalized at once, fed nothing
             # (without an `_ActiveAccumulator`: thousands of such triggers in a long log)
-            self.finalize(rule.name, instance, oc, node, line_num, ts, line, rank, carried, tell=True)
-            return ts
+            specs = self.specs_of(rule.name, instance)
+            if carried is _LATER:
+                if specs:
+                    carried = carry.before(chunk, start)  # type: ignore[union-attr]
+                else:  # (what a lookback here would have remembered, without the search)
+                    carry.advance(chunk, start)  # type: ignore[union-attr]
+                    carried = None
+            for spec in specs:
+                self.add_spec(spec, rule.name, oc, node, line_num, ts, line, rank, carried, True)
+            return ts, len(specs)
+        if carried is _LATER:
+            carried = carry.before(chunk, start)  # type: ignore[union-attr]
         acc = _ActiveAccumulator(rule, obs, ctx, oc, rank, line_num, ts, line)
         acc.carried = carried
         acc.instance = instance
-        if not acc.feed_chunk(chunk, end + 1, self):  # it goes on in the next chunk: its events keep their place
+        if not acc.feed_chunk(chunk, end + 1, self, line_num + 1):  # it goes on in the next chunk: its events keep their place
             acc.slot = self._order.open_slot()
             active.append(acc)
-        return ts
+        return ts, 0
 
     def finalize(self, rule: str, instance: Any, oc: int, node: str | None, line_num: int, ts: str | None,
-                 datum: str, rank: int | None, carried: str | None, tell: bool = False) -> None:
+                 datum: str, rank: int | None, carried: str | None, tell: bool = False,
+                 span_end: int | None = None) -> int:
         """Add the events of an accumulator's `finalize()` (`add_spec`); one that raises is
         the rule's error, and none of its events is added.  `tell`: a line-only
-        accumulator's, whose capped evidence scan workers leave out (`line_only_groups`)."""
+        accumulator's, whose capped evidence scan workers leave out (`line_only_groups`).
+        `span_end`: the last line an accumulator that read following lines took in (its
+        events carry it: the lines from the trigger to there are its reading).  Returns
+        how many events it made (stored or past their cap)."""
+        specs = self.specs_of(rule, instance)
+        for spec in specs:
+            self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried, tell, span_end)
+        return len(specs)
+
+    def specs_of(self, rule: str, instance: Any) -> list[EventSpec]:
+        """An accumulator's `finalize()`; one that raises is the rule's error, and makes
+        no event."""
         try:
-            specs = list(instance.finalize() or ())
+            return list(instance.finalize() or ())
         except Exception as e:  # reported; the accumulator emits nothing
             self.errors.append(rule_error(rule, e))
-            return
-        for spec in specs:
-            self.add_spec(spec, rule, oc, node, line_num, ts, datum, rank, carried, tell)
+            return []
 
     def spec_group(self, spec: EventSpec, rule: str, default_node: str | None) -> tuple[str | None, str | None, tuple, tuple]:
         """(node, symptom, group, key) of an accumulator's event: what it says and the cap
@@ -601,7 +649,7 @@ class ExtractionPhase:
 
     def add_spec(self, spec: EventSpec, rule: str, oc: int, default_node: str | None, line_num: int,
                  ts: str | None, datum: str, rank: int | None = None, carried: str | None = None,
-                 tell: bool = False) -> None:
+                 tell: bool = False, span_end: int | None = None) -> None:
         """Add an accumulator's event: its fields, with the trigger line's `rank` (unless
         it set one) and, when neither it nor the line has a timestamp, the `carried` one.
         The same evidence again (rule, event type, symptom, node, the fields it found,
@@ -618,6 +666,8 @@ class ExtractionPhase:
             fields.setdefault("rank", rank)
         if not ts and carried:
             fields.setdefault("carried_ts", carried)
+        if span_end is not None and span_end > line_num and spec.line_num is None:
+            fields.setdefault("span_end", span_end)
         m = self.manager
         self._order.store(m.row(self.context_id, etype, rule, oc, ts, line_num,
                     spec.datum if spec.datum is not None else datum, node, symptom, fields))
@@ -664,20 +714,24 @@ class _ActiveAccumulator:
         self.done = False
         self.carried: str | None = None
         self.slot: Slot | None = None  # its place in the store order, once it runs past its trigger's chunk
+        self.span_end = line_num  # the last line it took in (fed, and kept reading after)
 
-    def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase) -> bool:
-        """Feed lines from `pos`; True when finished (opted out or max_lines).  With a
-        rank, only lines of that rank or of none are fed: one regex search finds the
-        next such line (`rank_line_finder`), so another rank's lines cost nothing here."""
+    def feed_chunk(self, chunk: bytes, pos: int, phase: ExtractionPhase, line_at: int) -> bool:
+        """Feed lines from `pos` (line number `line_at`); True when finished (opted out or
+        max_lines).  With a rank, only lines of that rank or of none are fed: one regex
+        search finds the next such line (`rank_line_finder`), so another rank's lines
+        cost nothing here.  `span_end` follows the last line it kept reading after."""
         n = len(chunk)
         find = rank_line_finder(self.rank) if self.rank is not None else None
+        base, took = pos, -1  # where `line_at` is; the start of the last line it took in, in this chunk
         while pos < n and not self.done:
             if find is not None:
                 pos = find(chunk, pos)
                 if pos < 0 or pos >= n:  # (the empty "line" after a last newline is none)
-                    return self.done
+                    break
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
+            start = pos
             raw = chunk[pos:end]
             pos = end + 1
             if find is not None and not raw.isascii():
@@ -692,8 +746,15 @@ class _ActiveAccumulator:
             except Exception as e:  # reported; the accumulator stops and is finalized
                 phase.errors.append(rule_error(self.rule.name, e))
                 keep = False
+            if keep:
+                took = start
             if not keep or self.fed >= self.rule.max_lines:
+                if took >= 0:  # (its events carry the span: known before they are made)
+                    self.span_end = line_at + chunk.count(b"\n", base, took)
+                    took = -1
                 self.finish(phase)
+        if took >= 0:
+            self.span_end = line_at + chunk.count(b"\n", base, took)
         return self.done
 
     def finish(self, phase: ExtractionPhase) -> None:
@@ -701,7 +762,7 @@ class _ActiveAccumulator:
             return
         self.done = True
         done = partial(phase.finalize, self.rule.name, self.instance, self.oc, self.ctx.node, self.line_num, self.ts,
-                       self.datum, self.rank, self.carried)
+                       self.datum, self.rank, self.carried, span_end=self.span_end)
         if self.slot is not None:
             phase._order.fill(self.slot, done)
         else:
@@ -716,6 +777,11 @@ class FilterPhase:
     stream's current rule, so its changes need not name it."""
 
     def apply(self, state: AttributionState) -> None:
+        # fallback events on lines other events explain go first (rulekit.engine.explained)
+        fallbacks = frozenset(a.name for a in state.engine.accumulators if a.fallback)
+        if fallbacks:
+            with state.stream.running(None, "filter:EXPLAINED"):
+                drop_explained(state.stream, fallbacks)
         for rule in state.engine.filters:
             stratum = stratum_of(rule.priority, FilterPriority)
             ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,

@@ -176,10 +176,12 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
         # never give up early: a root whose own outcome is unknown (a victim, a generic
         # exit) yields to the best remaining symptom that says what happened, with low
         # confidence; only when none does is the outcome unknown
-        decisive = [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES
-                    and reg.info(s).blame not in (None, "none")]
-        # second tier: a victim whose outcome is known (ncclRemoteError -> network) still says more
-        decisive = decisive or [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES]
+        known = [s for s in active if reg.info(s).outcome in DECISIVE_OUTCOMES]
+        specific = [s for s in known if reg.rank(s) > FALLBACK_RANK]
+        decisive = [s for s in specific if reg.info(s).blame not in (None, "none")]
+        # second tier: a victim whose outcome is known (ncclRemoteError -> network) still says more;
+        # third: the generic evidence of an error line no rule explains (the fallback band)
+        decisive = decisive or specific or known
         if decisive:
             fallback_from = [s for s in active if reg.rank(s) > reg.rank(decisive[0])]
             active = decisive
@@ -204,3 +206,7 @@ def decide_outcome(job_set: SymptomSet, first_event: dict[str, tuple[Any, int, s
 
 
 DECISIVE_OUTCOMES = ("hardware", "network", "application", "infrastructure")
+# symptoms ranked at or below this are the fallback band: generic evidence (an error line
+# no rule explains, bundled_rules/error_lines.py) that decides only when nothing else
+# does, and never makes a bad node certain
+FALLBACK_RANK = 0

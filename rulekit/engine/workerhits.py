@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from rulekit.engine.explained import ROLE_EXPLAINS, ROLE_FALLBACK
 from rulekit.extract.hitfacts import chunk_facts
 from rulekit.rules.model import AccumulatorRule
 
@@ -51,6 +52,12 @@ class WorkerHits:
         self.keys: set[tuple] = set()  # keys past the repeat cap
         self.groups: set[tuple] = set()  # groups past the group cap
         self._plans: list[Any] = [None] * len(rules)  # rule index -> the phase's emit plan (None: not yet; False: an accumulator)
+        self._roles = phase.roles(rules)  # what each rule's hit says of its line (`phases.rule_role`)
+        # the line being read and whether it is explained: True, False, or None (a line-only
+        # accumulator that only extraction can run decides): a fallback's hit on an explained
+        # line is dropped here as extraction would drop it, on an undecided one sent whole
+        self._line = -1
+        self._explained: bool | None = False
         self._counts = GroupCounts()  # the chunk's hits past their cap, per group
         # (rule index, captured values, rank, host) -> its group, for evidence known to be past a cap
         # (a cap once reached stays reached: a hit of the same evidence is left out on one lookup)
@@ -68,8 +75,19 @@ class WorkerHits:
 
     def _leave_out(self, hit: tuple, line: str, rank: Any, host: Any, ts: Any, num: int) -> tuple | None:
         """None for a hit to send whole; for an extractor hit past its cap, what its group's
-        entry is given (`GroupCounts.add`); a line-only accumulator's trigger: `_line_only`."""
+        entry is given (`GroupCounts.add`); a line-only accumulator's trigger: `_line_only`;
+        a fallback's on a line another rule explained: nothing (`()`)."""
         idx, caps = hit[2], hit[3]
+        if hit[0] != self._line:
+            self._line, self._explained = hit[0], False
+        role = self._roles[idx]
+        if role is ROLE_FALLBACK:
+            if self._explained is None:
+                return None  # extraction decides
+            if self._explained:
+                return ()
+        elif role is ROLE_EXPLAINS:
+            self._explained = True
         plan = self._plans[idx]
         if plan is None:
             rule = self.rules[idx]
@@ -97,6 +115,8 @@ class WorkerHits:
         run it (`phase.line_only_groups`); left out when it makes no event, or one event
         past its cap (counted as an extractor hit's), else sent whole."""
         got = self.phase.line_only_groups(self.rules[hit[2]], self.obs, line, hit[3], rank, host, ts)
+        if self._roles[hit[2]] is not ROLE_FALLBACK and self._explained is not True:
+            self._explained = None if got is None else (True if got else self._explained)
         if got is None or len(got) > 1:
             return None
         if not got:

@@ -88,7 +88,10 @@ class RuleEngine:
         """One acceleration structure over every extractor, built once; a plan for a
         (source, format) only drops the hits of rules whose filters exclude it."""
         if not self._all:
-            rules = (*self.extractors, *self.accumulators)
+            # fallbacks last: on a line, every other rule's hit comes before theirs (hits are in
+            # (line, pattern) order), so extraction knows whether the line is explained
+            rules = (*self.extractors, *(a for a in self.accumulators if not a.fallback),
+                     *(a for a in self.accumulators if a.fallback))
             self._all.append(ScanPlan(make_scanner([r.match_re for r in rules], backend=self.options.scanner,
                                                    cache_dir=self.options.cache_dir), tuple(rules)))
         every = self._all[0]

@@ -203,6 +203,10 @@ class AccumulatorRule:
     docs: str = ""
     symptoms: tuple[str, ...] = ()  # symptoms it may emit (declared, for checks)
     kind: RuleKind = RuleKind.ACCUMULATOR
+    # the lowest priority: its trigger on a line that another rule explains is dropped in
+    # extraction, and its events on lines that other events explain are dropped before the
+    # filters (rulekit.engine.explained); a line-only accumulator (max_lines 0)
+    fallback: bool = False
 
     @property
     def match_re(self) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Span
 from rulekit.rules.selection import Selection
+from rulekit.extract.errorline import ErrorLine, reads_as_error, vocabulary as error_vocabulary
 from rulekit.rules.model import (
     Accumulator,
     AccumulatorRule,
@@ -34,6 +35,7 @@ __all__ = [
     "Accumulator", "EventSpec", "FilterPriority", "RefinerPriority", "Selection",
     "filter_def", "refiner_def", "collector_def", "accumulator_def", "register_symptom",
     "demote_bad_by_symptom", "demote_bad_by_prefix", "demote_where", "discard_cascade",
+    "ErrorLine", "reads_as_error", "error_vocabulary",
 ]
 
 
@@ -141,11 +143,16 @@ def collector_def(*, name: str, author: str, requires: Sequence[str] = ()) -> Ca
 
 def accumulator_def(*, name: str, author: str, trigger_re: str, sources: Sequence[str] = (),
                     formats: Sequence[str] = (), max_lines: int = 500, symptoms: Sequence[str] = (),
-                    tests: Iterable[dict] = (), requires: Sequence[str] = ()) -> Callable:
+                    tests: Iterable[dict] = (), requires: Sequence[str] = (), fallback: bool = False) -> Callable:
     """Declare an extractor-accumulator: a subclass of `Accumulator`.
 
     `tests`: dicts like the TOML inline tests; `line` may hold several lines
-    separated by newlines (the first is the trigger)."""
+    separated by newlines (the first is the trigger).  `fallback=True` (with
+    `max_lines=0`): the lowest priority, for generic evidence; its trigger on a line
+    another rule explains is dropped, and so are its events on lines other events
+    explain (docs/rule-authoring.md, "Fallback rules")."""
+    if fallback and max_lines != 0:
+        raise ValueError(f"@accumulator_def({name!r}): a fallback reads its trigger line alone (max_lines=0)")
 
     def deco(cls: type) -> type:
         if not (isinstance(cls, type) and issubclass(cls, Accumulator)):
@@ -159,7 +166,7 @@ def accumulator_def(*, name: str, author: str, trigger_re: str, sources: Sequenc
         _sink().rules.append(AccumulatorRule(
             name=name, author=author, span=span, trigger_re=trigger_re, factory=cls,
             sources=tuple(sources), formats=tuple(formats), max_lines=max_lines, requires=tuple(requires),
-            tests=line_tests, docs=(cls.__doc__ or "").strip(), symptoms=tuple(symptoms)))
+            tests=line_tests, docs=(cls.__doc__ or "").strip(), symptoms=tuple(symptoms), fallback=fallback))
         return cls
 
     return deco

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rulekit.rules import toml_frontend as fe
+from rulekit.rules.catalog import ENTRY_SYMPTOM_FIELDS
 from rulekit.rules.model import ACTIONS, BLAMES, EMIT_TYPES, OUTCOMES
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -126,11 +127,20 @@ def rules_schema() -> dict[str, Any]:
     entry_props = {"type": _d({"enum": list(EMIT_TYPES)}, "override the emit type"),
                    "symptom": _d(STR, "override the symptom"), "node": _d(STR, "override the node")}
     assert set(entry_props) == fe.ENTRY_EMIT_OVERRIDES, "catalog entry overrides changed: update the schema"
+    entry_symptom = {"outcome": _d({"enum": list(OUTCOMES)}, "register the entry's symptom with this outcome"),
+                     "sub_domain": _d(STR, "the registered symptom's sub-domain"),
+                     "rank": _d({"type": "integer"}, "the registered symptom's rank"),
+                     "blame": _BLAME, "action": _ACTION}
+    assert set(entry_symptom) == ENTRY_SYMPTOM_FIELDS, "catalog entry symptom fields changed: update the schema"
     entry = {"anyOf": [_d(STR, "the entry's name"),
-                       {"type": "object", "properties": entry_props, "additionalProperties": SCALAR,
+                       {"type": "object", "properties": {**entry_props, **entry_symptom}, "additionalProperties": SCALAR,
                         "description": "lookup fields for the emit templates, and emit overrides"}]}
     catalog = _table(fe.CATALOG_KEYS, _pick("name", "author", "match_re", "source", "format", "requires", "docs",
-                                            key=_d(STR, "the named group whose value selects the entry"),
+                                            key=_d(STR_LIST,
+                                                  "the named group whose value selects the entry; or a list: "
+                                                  "the first filled by the entry's key, each other by the "
+                                                  "entry's field of that name (its branch dropped when the "
+                                                  "entry has none)"),
                                             emit=_emit(True), test=_tests(),
                                             entries={"type": "object", "additionalProperties": entry,
                                                      "description": "key value -> entry"}),

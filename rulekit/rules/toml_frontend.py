@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 from rulekit.rules.records import dataclass
 from rulekit.diagnostics import Diagnostic, Span, split_lines
-from rulekit.rules.expand import expand_catalog_pattern, substitute_params
+from rulekit.rules.catalog import ENTRY_EMIT_OVERRIDES, add_symptom, entry_pattern, entry_symptom, lookup_fields
+from rulekit.rules.expand import substitute_params
 from rulekit.rules.model import (
     EMIT_TYPES,
     Emit,
@@ -44,7 +45,6 @@ FAMILY_KEYS = {"name", "author", "source", "format", "requires", "docs", "templa
 TEMPLATE_KEYS = {"match_re", "emit", "source", "format", "requires", "docs"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
 CATALOG_KEYS = {"name", "author", "match_re", "key", "source", "format", "requires", "docs", "emit", "entries", "test"}
-ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 CASE_KEYS = {"name", "job", "observation", "metric", "expect"}
 OBS_KEYS = {"source", "node", "lines", "format"}
 EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
@@ -264,7 +264,9 @@ def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
     for tbl, reg in _each(ctx, data, "family"):
         out.rules.extend(_family(ctx, tbl, reg))
     for tbl, reg in _each(ctx, data, "catalog"):
-        out.rules.extend(_catalog(ctx, tbl, reg))
+        rules, symptoms = _catalog(ctx, tbl, reg)
+        out.rules.extend(rules)
+        out.symptoms.extend(symptoms)
     for tbl, reg in _each(ctx, data, "metric_rule"):
         mr = _metric_rule(ctx, tbl, reg)
         if mr:
@@ -551,26 +553,41 @@ def _subst_tree(v: Any, params: dict, missing: list[str]) -> Any:
     return v
 
 
-def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
+def catalog_keys(raw: Any) -> list[str] | None:
+    """A catalog's `key`: one group name, or a list of them (None: neither)."""
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, list) and raw and all(isinstance(k, str) for k in raw):
+        return list(raw)
+    return None
+
+
+def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> tuple[list[ExtractorRule], list[Symptom]]:
     cname = tbl.get("name") if isinstance(tbl.get("name"), str) else None
     what = f"catalog `{cname}`" if cname else "a catalog"
     ctx.check_keys(tbl, CATALOG_KEYS, reg, what)
     cname = ctx.need(tbl, "name", str, reg, what)
     pattern = ctx.need(tbl, "match_re", str, reg, what)
-    key = ctx.need(tbl, "key", str, reg, what)
+    raw_key = ctx.need(tbl, "key", (str, list), reg, what)
     entries = ctx.need(tbl, "entries", dict, reg, what)
     emit_raw = tbl.get("emit")
-    if None in (cname, pattern, key, entries):
-        return []
-    if f"(?P<{key}>" not in pattern:
-        ctx.err("RK107", f"the pattern of {what} has no named group `(?P<{key}>...)` for its key `{key}`",
-                ctx.loc.value(reg, "match_re"), missing=[key])
-        return []
+    if None in (cname, pattern, raw_key, entries):
+        return [], []
+    keys = catalog_keys(raw_key)
+    if keys is None:
+        ctx.err("RK103", f"`key` in {what} must be a group name or a list of group names", ctx.loc.key(reg, "key"))
+        return [], []
+    missing = [k for k in keys if f"(?P<{k}>" not in pattern]
+    if missing:
+        ctx.err("RK107", f"the pattern of {what} has no named group {', '.join(f'`(?P<{k}>...)`' for k in missing)} "
+                         f"for its key {', '.join(f'`{k}`' for k in missing)}", ctx.loc.value(reg, "match_re"),
+                missing=missing)
+        return [], []
     tests = _tests(ctx, tbl.get("test"), ctx.loc.tables("catalog.test", reg) if reg else [], reg, what)
     base_emit = emit_raw if isinstance(emit_raw, dict) else None
     if base_emit is None:
         _emit(ctx, emit_raw, reg, what)
-        return []
+        return [], []
     entries_region = (ctx.loc.tables("catalog.entries", reg) or [reg])[0] if reg else None
     # table-level fields are read (and reported) once, not once per entry
     author = ctx.typed(tbl, "author", str, reg, what, default=ctx.default_author)
@@ -578,6 +595,7 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
     formats = ctx.str_list(tbl, "format", reg, what)
     requires = ctx.str_list(tbl, "requires", reg, what)
     out = []
+    symptoms: dict[str, Symptom] = {}
     for k, entry in entries.items():
         espan = ctx.loc.key(entries_region, k) if entries_region else Span(ctx.path, 1, 1)
         if isinstance(entry, str):
@@ -585,7 +603,7 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         if not isinstance(entry, dict):
             ctx.err("RK103", f"entry `{k}` of {what} must be a table like {{ name = \"...\" }}", espan)
             continue
-        lookup = {str(f): str(v) for f, v in entry.items() if f not in ENTRY_EMIT_OVERRIDES}
+        lookup = lookup_fields(entry)
         merged = dict(base_emit)
         for f in ENTRY_EMIT_OVERRIDES:
             if f in entry:
@@ -594,8 +612,16 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         emit = _emit(ctx, merged, reg, f"catalog entry `{ename}`")
         if emit is None:
             continue
-        expanded = expand_catalog_pattern(pattern, key, str(k))
-        assert expanded is not None
+        ewhat = f"entry `{k}` of {what}"
+        expanded, problem = entry_pattern(pattern, keys, str(k), lookup, ewhat)
+        if problem is None:
+            sym, problem = entry_symptom(entry, emit.symptom, {keys[0]: str(k), **lookup}, espan, ewhat)
+            if sym is not None:
+                problem = add_symptom(symptoms, sym, ewhat)
+        if problem is not None:
+            ctx.err(problem[0], problem[1], espan)
+        if expanded is None:
+            continue
         out.append(ExtractorRule(
             name=ename, author=author,
             span=espan, match_re=expanded, match_span=ctx.loc.value(reg, "match_re"), emit=emit,
@@ -608,7 +634,7 @@ def _catalog(ctx: _Ctx, tbl: dict, reg: Region | None) -> list[ExtractorRule]:
         from dataclasses import replace
 
         out[0] = replace(out[0], tests=_with_default_expect(tests, out[0].emit))
-    return out
+    return out, list(symptoms.values())
 
 
 def parse_job_tests(text: str, path: str) -> tuple[list[JobTestCase], list[Diagnostic]]:

@@ -159,6 +159,11 @@ class MatchClause(Node):
 @dataclass
 class KeyClause(Node):
     name: Name
+    more: list[Name] = field(default_factory=list)  # further key groups (a catalog keyed on several spellings)
+
+    @property
+    def names(self) -> list[str]:
+        return [self.name.value, *(n.value for n in self.more)]
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 from rulekit.diagnostics import Diagnostic, Span
 from rulekit.rules.dsl import actions
 from rulekit.rules.dsl import ast as A
-from rulekit.rules.expand import expand_catalog_pattern, substitute_params, template_names
+from rulekit.rules.catalog import ENTRY_EMIT_OVERRIDES, add_symptom, entry_pattern, entry_symptom, lookup_fields
+from rulekit.rules.expand import substitute_params, template_names
 from rulekit.rules.model import (
     EMIT_TYPES,
     OUTCOMES,
@@ -41,7 +42,6 @@ from rulekit.rules.model import (
 
 DEFAULT_AUTHOR = "unknown"
 TEST_OPTIONS = {"source", "format", "node"}
-ENTRY_EMIT_OVERRIDES = {"type", "symptom", "node"}
 MEMBER_RESERVED = {"name", "test", "author", "docs"}
 EXPECT_KEYS = {"outcome", "sub_domain", "root_cause", "root_node", "bad_nodes", "affected_nodes", "interesting_nodes",
                "interesting_symptoms", "symptoms", "absent_symptoms", "ambiguous", "confidence"}
@@ -294,13 +294,17 @@ class _Compiler:
             self.err("RK102", f"{what} has no entries: add `entry KEY {{ name = \"...\" }}`", d.name.span)
         if m is None or k is None or e is None:
             return
-        key = k.name.value
-        if f"(?P<{key}>" not in m.pattern.value:
-            self.err("RK107", f"the pattern of {what} has no named group `(?P<{key}>...)` for its key `{key}`",
-                     m.pattern.content, missing=[key])
+        keys = k.names
+        missing = [x for x in keys if f"(?P<{x}>" not in m.pattern.value]
+        if missing:
+            self.err("RK107", f"the pattern of {what} has no named group "
+                              f"{', '.join(f'`(?P<{x}>...)`' for x in missing)} for its key "
+                              f"{', '.join(f'`{x}`' for x in missing)}",
+                     m.pattern.content, missing=missing)
             return
         out: list[ExtractorRule] = []
         seen: set[str] = set()
+        symptoms: dict[str, Symptom] = {}
         for ent in entries:
             kv = str(ent.key.value)
             if kv in seen:
@@ -311,15 +315,22 @@ class _Compiler:
             bad = [p for p in ent.table.pairs if isinstance(p.value, (A.ListV, A.Table))]
             for p in bad:
                 self.err("RK103", f"field `{p.key.value}` of entry `{kv}` must be a string or number", p.value.span)
-            lookup = {f: _text(v) for f, v in raw.items()
-                      if f not in ENTRY_EMIT_OVERRIDES and not isinstance(v, (A.ListV, A.Table))}
+            plain = {f: v.value for f, v in raw.items() if not isinstance(v, (A.ListV, A.Table))}
+            lookup = lookup_fields(plain)
             over = {f: _text(v) for f, v in raw.items() if f in ENTRY_EMIT_OVERRIDES}
             ename = f"{cname}[{kv}]"
             emit = self.emit(e, f"catalog entry `{ename}`", symptom=over.get("symptom"), node=over.get("node"),
                              etype=over.get("type"))
             if emit is None:
                 continue
-            expanded = expand_catalog_pattern(m.pattern.value, key, kv)
+            ewhat = f"entry `{kv}` of {what}"
+            expanded, problem = entry_pattern(m.pattern.value, keys, kv, lookup, ewhat)
+            if problem is None:
+                sym, problem = entry_symptom(plain, emit.symptom, {keys[0]: kv, **lookup}, ent.key.span, ewhat)
+                if sym is not None:
+                    problem = add_symptom(symptoms, sym, ewhat)
+            if problem is not None:
+                self.err(problem[0], problem[1], ent.key.span)
             if expanded is None:  # unbalanced group: the loader's regex check reports the pattern
                 continue
             out.append(ExtractorRule(
@@ -328,6 +339,7 @@ class _Compiler:
                 formats=self.words(d, A.FormatClause), requires=self.words(d, A.RequiresClause), tests=(),
                 origin=f"catalog:{cname}", lookup=tuple(sorted(lookup.items())),
                 docs=lookup.get("docs") or self.docs(d), catalog_key=kv))
+        self.out.symptoms.extend(symptoms.values())
         tests = self.tests(d.clauses, what, out[0].emit.type if out else None)
         if out and tests:
             out[0] = replace(out[0], tests=tests)

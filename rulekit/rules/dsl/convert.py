@@ -49,6 +49,11 @@ def _val(v: Any, pattern_like: bool = False) -> A.Value:
     return _s(str(v))
 
 
+def _key_clause(key: Any) -> A.KeyClause:
+    names = [key] if isinstance(key, str) else [str(k) for k in key]
+    return A.KeyClause(G, _n(names[0]), [_n(k) for k in names[1:]])
+
+
 def _table(d: dict) -> A.Table:
     return A.Table(G, [A.Pair(G, _n(str(k)), _val(v)) for k, v in d.items()])
 
@@ -177,7 +182,7 @@ def toml_to_dsl(text: str, path: str = "<toml>") -> str:
         items.append(A.FamilyDecl(G, _n(f["name"]), cl))
     for c in data.get("catalog", []):
         emit = _emit(c["emit"])
-        cl = _common(c) + [A.MatchClause(G, _rx(c["match_re"])), A.KeyClause(G, _n(c["key"])), emit]
+        cl = _common(c) + [A.MatchClause(G, _rx(c["match_re"])), _key_clause(c["key"]), emit]
         first_type = emit.type.value
         for i, (k, entry) in enumerate(c.get("entries", {}).items()):
             if isinstance(entry, str):
@@ -502,7 +507,7 @@ def _put_clause(t: Any, c: Any) -> None:
     elif isinstance(c, A.MatchClause):
         t.add("match_re", _pattern_str(c.pattern.value))
     elif isinstance(c, A.KeyClause):
-        t.add("key", c.name.value)
+        t.add("key", c.names if c.more else c.name.value)
     elif isinstance(c, A.EmitClause):
         t.add("emit", _emit_inline(c))
 

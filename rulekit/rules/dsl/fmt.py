@@ -154,7 +154,7 @@ def clause_text(c) -> str:
     if isinstance(c, A.MatchClause):
         return f"match {pattern_text(c.pattern)}"
     if isinstance(c, A.KeyClause):
-        return f"key {c.name.value}"
+        return "key " + ", ".join(c.names)
     if isinstance(c, A.EmitClause):
         s = f"emit {c.type.value}"
         if c.symptom:

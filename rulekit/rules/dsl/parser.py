@@ -481,7 +481,8 @@ class _Builder:
         return A.MatchClause(self.span(t), self.regex(c))
 
     def c_key_cl(self, t):
-        return A.KeyClause(self.span(t), self.name(t.children[0]))
+        first, *more = t.children
+        return A.KeyClause(self.span(t), self.name(first), [self.name(n) for n in more])
 
     def c_emit_cl(self, t):
         typ, sym, *rest = t.children
