@@ -46,6 +46,17 @@ MIGRATIONS: list[str] = [
         node TEXT, symptom TEXT NOT NULL DEFAULT '', PRIMARY KEY (key, kind, name, symptom));
     CREATE INDEX components_kind ON components(kind, name);
     """,
+    # v2 -> v3: operator feedback on a verdict (kept when the attempt is attributed again:
+    # each row names the verdict it judged), and the evidence looked up by rule
+    """
+    CREATE TABLE feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL REFERENCES results(key) ON DELETE CASCADE,
+        verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'wrong')), outcome TEXT, symptom TEXT,
+        nodes TEXT NOT NULL DEFAULT '[]', judged_outcome TEXT, judged_symptom TEXT, judged_rule TEXT,
+        judged_nodes TEXT NOT NULL DEFAULT '[]', who TEXT NOT NULL, at TEXT NOT NULL, note TEXT);
+    CREATE INDEX feedback_key ON feedback(key, id);
+    CREATE INDEX evidence_rule ON evidence(rule);
+    """,
 ]
 VERSION = len(MIGRATIONS)
 
