@@ -5,8 +5,10 @@ fallback accumulators (`AccumulatorRule.fallback`, the bundled `ErrorLine`, whic
 `rulekit.extract.errorline.reads_as_error`) hit it and no other rule reads it
 (`rulekit.engine.explained`): the same notion attribution uses, not a second one.
 From job directories the lines come from extraction (every such line, whatever the
-verdict); from a result store they are the stored evidence rows of a fallback rule
-(only those kept in a verdict: the store holds no whole logs).
+verdict; the engine's repeat cap raised to MINE_REPEAT_CAP lines per rule, symptom, node
+and component, since mining counts lines); from a result store they are the stored
+evidence rows of a fallback rule (only those kept in a verdict, under the store's caps:
+the store holds no whole logs).
 
 The lines are masked (numbers, hex, PCI addresses, IPs, the job's node names: each
 mask a named variable) and clustered with Drain (drain3, a fixed-depth parse tree:
@@ -27,6 +29,9 @@ from rulekit.inputs.jobdir import read_job_dir
 
 MAX_EXAMPLES = 5  # example lines kept per template (distinct masked forms first)
 MAX_LINE = 2000  # characters of a line kept (errorline reads no more)
+# events kept per (rule, symptom, node, captures) while mining: the engine's repeat cap (32)
+# keeps evidence small for a verdict, but mining counts lines, so it keeps more (bounded)
+MINE_REPEAT_CAP = 5000
 
 # message prefixes dropped before clustering: launcher rank tags, timestamps, syslog headers
 _PREFIXES = [re.compile(p) for p in (
@@ -69,6 +74,7 @@ def unexplained_in_job(engine: Any, job_dir: str | Path, _nodes: list[str] | Non
     """The unexplained error lines of one job directory (extraction only, no attribution);
     `_nodes`, when given, receives the job's allocated nodes."""
     jd = read_job_dir(job_dir)
+    engine = engine.with_options(repeat_cap=max(engine.options.repeat_cap, MINE_REPEAT_CAP))
     if _nodes is not None:
         _nodes.extend(jd.job.nodes)
     fb = fallback_rules(engine)
