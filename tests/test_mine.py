@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from rulekit.analysis.draft import make_drafts, pattern_of, validate
-from rulekit.analysis.mine import Miner, mask, message_of, mine_jobs, unexplained_in_job, unexplained_in_store
+from rulekit.analysis.mine import Miner, mask, message_of, mine_jobs, unexplained_in_job
+from rulekit.blueprint.rulestats import unexplained_in_store
 from rulekit.extract.regex import compile_pattern
 from rulekit.rules.loader import bundled_rules_path, load_corpus
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from rulekit.analysis.mine import VAR_RE2, Template, message_of, mask
+from rulekit.analysis.mine import VAR_RE2, Template, message_of
 from rulekit.extract.errorline import vocabulary
 
 DRAFT_RANK = 100  # above the fallback band (0), below every specific symptom of the bundled corpus

@@ -7,8 +7,8 @@ fallback accumulators (`AccumulatorRule.fallback`, the bundled `ErrorLine`, whic
 From job directories the lines come from extraction (every such line, whatever the
 verdict; the engine's repeat cap raised to MINE_REPEAT_CAP lines per rule, symptom, node
 and component, since mining counts lines); from a result store they are the stored
-evidence rows of a fallback rule (only those kept in a verdict, under the store's caps:
-the store holds no whole logs).
+evidence rows of a fallback rule (`rulekit.blueprint.rulestats.unexplained_in_store`:
+only those kept in a verdict, under the store's caps: the store holds no whole logs).
 
 The lines are masked (numbers, hex, PCI addresses, IPs, the job's node names: each
 mask a named variable) and clustered with Drain (drain3, a fixed-depth parse tree:
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from rulekit.engine.explained import explained_fallbacks
 from rulekit.engine.session import Session
@@ -90,25 +90,6 @@ def unexplained_in_job(engine: Any, job_dir: str | Path, _nodes: list[str] | Non
             out.append(Unexplained(jd.job.id, e.node, e.label or e.source, e.line_num, e.datum[:MAX_LINE],
                                    e.fields.get("component"), e.fields.get("cue"), e.source))
     return out
-
-
-def unexplained_in_store(con: Any, fallbacks: Iterable[str], since: float | None = None,
-                         until: float | None = None) -> list[Unexplained]:
-    """The fallback evidence rows of a result store (those kept in a verdict)."""
-    names = sorted(set(fallbacks))
-    if not names:
-        return []
-    where, args = [f"e.rule IN ({','.join('?' * len(names))})"], list(names)
-    if since is not None:
-        where.append("r.end_ts >= ?")
-        args.append(since)
-    if until is not None:
-        where.append("r.end_ts <= ?")
-        args.append(until)
-    sql = ("SELECT r.job_id, e.node, e.source, e.line_num, e.datum FROM evidence e JOIN results r ON r.key = e.key "
-           "WHERE " + " AND ".join(where) + " ORDER BY r.key, e.seq")
-    return [Unexplained(job, node, src, ln, (datum or "")[:MAX_LINE], source=(src or "").split("/")[0] or None)
-            for job, node, src, ln, datum in con.execute(sql, args) if datum]
 
 
 def message_of(line: str) -> str:
@@ -218,10 +199,6 @@ def mine_jobs(engine: Any, job_dirs: Iterable[str | Path], miner: Miner | None =
         for u in jd_lines:
             miner.add(u, nodes)
     return miner, failed
-
-
-def iter_variants(t: Template) -> Iterator[tuple[str, Unexplained]]:
-    yield from t.variants.items()
 
 
 def report(miner: Miner, limit: int | None = None) -> dict[str, Any]:

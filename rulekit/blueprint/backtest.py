@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from rulekit.blueprint.model import Window
 from rulekit.blueprint.orchestrator import Attributor, RunReport, attribute_attempt, discover
+from rulekit.blueprint.store import window_sql
 
 
 def _summary(verdict: dict[str, Any]) -> dict[str, Any]:
@@ -31,14 +32,8 @@ def _summary(verdict: dict[str, Any]) -> dict[str, Any]:
 def stored_verdicts(con: sqlite3.Connection, since: float | None = None,
                     until: float | None = None) -> dict[str, dict[str, Any]]:
     """key -> the stored verdict's summary, for the attempts in the window."""
-    where, args = [], []
-    if since is not None:
-        where.append("end_ts >= ?")
-        args.append(since)
-    if until is not None:
-        where.append("end_ts <= ?")
-        args.append(until)
-    sql = "SELECT key, result_json FROM results" + (" WHERE " + " AND ".join(where) if where else "")
+    where, args = window_sql(since, until)
+    sql = f"SELECT r.key, r.result_json FROM results r WHERE {where}"
     return {k: _summary(json.loads(rj).get("verdict") or {}) for k, rj in con.execute(sql, args)}
 
 

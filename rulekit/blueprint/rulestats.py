@@ -9,31 +9,25 @@ cause's rule.  Operator feedback (`record_feedback`) is a row per judgement with
 and when and the verdict it judged (root symptom, rule, bad nodes at the time), so a
 later re-attribution of the attempt neither loses it nor credits a new rule with it;
 a rule's precision counts the latest judgement of each attempt whose judged root
-cause came from that rule.  Reads and writes the store only; no HTTP, no engine.
+cause came from that rule.  `unexplained_in_store` gives `rulekit mine --db` the fallback evidence rows.  Reads and
+writes the store only; no HTTP, no engine.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
+
+from rulekit.analysis.mine import MAX_LINE, Unexplained
+
+from rulekit.blueprint.store import window_sql
 
 VERDICTS = ("confirmed", "wrong")
 
 
 class FeedbackError(ValueError):
     """Feedback that cannot be recorded (unknown attempt, bad verdict); the message says which field."""
-
-
-def _window(since: float | None, until: float | None, alias: str = "r") -> tuple[str, list[Any]]:
-    where, args = [], []
-    if since is not None:
-        where.append(f"{alias}.end_ts >= ?")
-        args.append(since)
-    if until is not None:
-        where.append(f"{alias}.end_ts <= ?")
-        args.append(until)
-    return (" AND ".join(where) or "1"), args
 
 
 def resolve_key(con: sqlite3.Connection, attempt: str) -> str:
@@ -99,7 +93,7 @@ def rule_stats(con: sqlite3.Connection, since: float | None = None, until: float
                rule: str | None = None) -> dict[str, Any]:
     """{"attempts": attempts in the window, "rules": [per rule: fired, root, confirmed, wrong,
     precision, symptoms]}, most-fired first."""
-    where, args = _window(since, until)
+    where, args = window_sql(since, until)
     attempts = con.execute(f"SELECT count(*) FROM results r WHERE {where}", args).fetchone()[0]
     rules: dict[str, dict[str, Any]] = {}
 
@@ -130,3 +124,18 @@ def rule_stats(con: sqlite3.Connection, since: float | None = None, until: float
     if rule is not None:
         out = [d for d in out if d["rule"] == rule]
     return {"attempts": attempts, "since": since, "until": until, "rules": out}
+
+
+def unexplained_in_store(con: Any, fallbacks: Iterable[str], since: float | None = None,
+                         until: float | None = None) -> list[Unexplained]:
+    """The unexplained error lines a result store holds: its evidence rows of a fallback
+    rule (`rulekit.analysis.mine.fallback_rules`; those a verdict kept)."""
+    names = sorted(set(fallbacks))
+    if not names:
+        return []
+    win, args = window_sql(since, until)
+    where, args = [f"e.rule IN ({','.join('?' * len(names))})", win], [*names, *args]
+    sql = ("SELECT r.job_id, e.node, e.source, e.line_num, e.datum FROM evidence e JOIN results r ON r.key = e.key "
+           "WHERE " + " AND ".join(where) + " ORDER BY r.key, e.seq")
+    return [Unexplained(job, node, src, ln, (datum or "")[:MAX_LINE], source=(src or "").split("/")[0] or None)
+            for job, node, src, ln, datum in con.execute(sql, args) if datum]

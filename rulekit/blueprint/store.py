@@ -74,6 +74,18 @@ def _ts(v: str | None) -> float | None:
         return None
 
 
+def window_sql(since: float | None, until: float | None, alias: str = "r") -> tuple[str, list[Any]]:
+    """(SQL condition, its arguments) for results ending in [since, until] (`alias`: the results table)."""
+    where, args = [], []
+    if since is not None:
+        where.append(f"{alias}.end_ts >= ?")
+        args.append(since)
+    if until is not None:
+        where.append(f"{alias}.end_ts <= ?")
+        args.append(until)
+    return (" AND ".join(where) or "1"), args
+
+
 def open_db(path: str | Path, upto: int = VERSION) -> sqlite3.Connection:
     """Open (creating and migrating) a store for writing."""
     con = sqlite3.connect(str(path), isolation_level=None, timeout=30)

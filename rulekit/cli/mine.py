@@ -47,7 +47,7 @@ def mine(
     engine = load_engine_or_exit(rules).engine
     failed: list[dict] = []
     if db is not None:
-        from rulekit.analysis.mine import unexplained_in_store
+        from rulekit.blueprint.rulestats import unexplained_in_store
         from rulekit.blueprint.store import StoreError, open_ro
         from rulekit.cli.rules import _window
 
