@@ -179,4 +179,9 @@ def test_cli_stats_feedback_and_errors(db):
     assert p.returncode == 2 and "--correct or --wrong" in p.stderr
     p = subprocess.run(cli + ["rules", "stats", "--db", str(path.parent / "none.db")], capture_output=True, text=True)
     assert p.returncode == 2 and "no such database" in p.stderr and "Traceback" not in p.stderr
-    sqlite3.connect(path).close()
+    bad = path.parent / "bad.db"
+    bad.write_text("not a database")
+    p = subprocess.run(cli + ["blueprint", "feedback", "--db", str(bad), "x#0", "--correct", "--who", "a"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "not a rulekit result database" in p.stderr
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM feedback").fetchone()[0] == 1

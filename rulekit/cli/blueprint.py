@@ -173,10 +173,15 @@ def feedback_cmd(
     if not db.exists():
         typer.echo(f"error: {db}: no such database", err=True)
         raise typer.Exit(ExitStatus.USAGE)
+    import sqlite3
+
     try:
         con = open_db(db)
     except StoreError as e:
         typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    except sqlite3.DatabaseError as e:
+        typer.echo(f"error: {db}: not a rulekit result database ({e})", err=True)
         raise typer.Exit(ExitStatus.USAGE)
     try:
         row = record_feedback(con, attempt, "confirmed" if correct else "wrong", who or getpass.getuser(),
