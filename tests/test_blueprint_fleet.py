@@ -21,7 +21,7 @@ from rulekit.blueprint.fleet import fleet_state, node_history
 from rulekit.blueprint.fleet_memory import FleetMemory, read_fleet_state
 from rulekit.blueprint.fleet_policy import FleetPolicy
 from rulekit.blueprint.orchestrator import Attributor, run
-from rulekit.blueprint.store import NodeAttempt, node_attempts, open_ro
+from rulekit.blueprint.store import VERSION, NodeAttempt, node_attempts, open_ro
 from rulekit.diagnostics import RulekitError
 
 T0 = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -347,7 +347,7 @@ def test_migration_to_v3_backfills_user_and_seconds(tmp_path, bundled):
     assert got == {"a1": "alice", "b1": "bob"}
     assert all(s is not None for (s,) in con.execute("SELECT attribution_seconds FROM results"))
     con.close()
-    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 3
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == VERSION
 
 
 def test_an_escalated_node_is_not_cleared_by_quiet_time():

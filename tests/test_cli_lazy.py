@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 HELP_ORDER = ["attribute", "serve", "check", "explain", "test", "lint", "fmt", "convert", "lsp", "schema", "diff",
-              "dashboard", "fleet", "blueprint"]
+              "dashboard", "fleet", "mine", "blueprint", "rules"]
 
 # modules a started `rulekit attribute` must not import: the other commands, their groups,
 # rich's console and text (text off a terminal goes through PlainConsole and plainmarkup), pydantic

@@ -54,6 +54,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX results_fleet_time ON results(end_ts, key, job_id, user, start_ts, outcome, evidence_complete);
     CREATE INDEX results_fleet_key ON results(key, end_ts, job_id, user, start_ts, outcome, evidence_complete);
     """,
+    # v3 -> v4: operator feedback on a verdict (kept when the attempt is attributed again:
+    # each row names the verdict it judged), and the evidence looked up by rule
+    """
+    CREATE TABLE feedback (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL REFERENCES results(key) ON DELETE CASCADE,
+        verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'wrong')), outcome TEXT, symptom TEXT,
+        nodes TEXT NOT NULL DEFAULT '[]', judged_outcome TEXT, judged_symptom TEXT, judged_rule TEXT,
+        judged_nodes TEXT NOT NULL DEFAULT '[]', who TEXT NOT NULL, at TEXT NOT NULL, note TEXT);
+    CREATE INDEX feedback_key ON feedback(key, id);
+    CREATE INDEX evidence_rule ON evidence(rule);
+    """,
 ]
 VERSION = len(MIGRATIONS)
 
@@ -69,6 +80,18 @@ def _ts(v: str | None) -> float | None:
         return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def window_sql(since: float | None, until: float | None, alias: str = "r") -> tuple[str, list[Any]]:
+    """(SQL condition, its arguments) for results ending in [since, until] (`alias`: the results table)."""
+    where, args = [], []
+    if since is not None:
+        where.append(f"{alias}.end_ts >= ?")
+        args.append(since)
+    if until is not None:
+        where.append(f"{alias}.end_ts <= ?")
+        args.append(until)
+    return (" AND ".join(where) or "1"), args
 
 
 def open_db(path: str | Path, upto: int = VERSION) -> sqlite3.Connection:

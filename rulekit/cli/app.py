@@ -36,7 +36,7 @@ _PASS = (typer.Exit, typer.Abort, TyperException)
 COMMAND_MODULES = {
     "attribute": "attribute", "serve": "serve", "check": "check", "explain": "explain", "test": "test",
     "lint": "lint", "fmt": "fmt", "convert": "convert", "lsp": "lsp", "schema": "schema", "diff": "diff",
-    "dashboard": "blueprint", "blueprint": "blueprint", "fleet": "fleet",
+    "dashboard": "blueprint", "blueprint": "blueprint", "fleet": "fleet", "rules": "rules", "mine": "mine",
 }
 _ORDER = list(dict.fromkeys(COMMAND_MODULES.values()))
 # commands that have closed what they opened (files, pools, sessions) when they return:

@@ -172,3 +172,49 @@ def dashboard(
         uvicorn.Server(uvicorn.Config(create_app(db, policy), log_level="warning")).run(sockets=[sock])
     finally:
         sock.close()
+
+
+@blueprint_app.command("feedback")
+def feedback_cmd(
+    attempt: str = typer.Argument(..., help="The attempt (JOB#N, or a job id: its latest attempt)."),
+    db: Path = typer.Option(..., "--db", help="The result store (written by `blueprint run --output sqlite:PATH`)."),
+    correct: bool = typer.Option(False, "--correct", help="The stored diagnosis is right."),
+    wrong: bool = typer.Option(False, "--wrong", help="The stored diagnosis is wrong (say the right one below)."),
+    outcome: Optional[str] = typer.Option(None, "--outcome", help="With --wrong: the right outcome."),
+    symptom: Optional[str] = typer.Option(None, "--symptom", help="With --wrong: the right root symptom."),
+    node: Optional[list[str]] = typer.Option(None, "--node", help="With --wrong: a node that was bad; repeatable."),
+    who: Optional[str] = typer.Option(None, "--who", help="Who judged it (default: $USER)."),
+    note: Optional[str] = typer.Option(None, "--note", help="Free text kept with the judgement."),
+) -> None:
+    """Record an operator's judgement of an attempt's diagnosis (who and when kept)."""
+    import getpass
+    import json as _json
+
+    from rulekit.blueprint.rulestats import FeedbackError, record_feedback
+    from rulekit.blueprint.store import StoreError, open_db
+
+    if correct == wrong:
+        typer.echo("error: say --correct or --wrong (one of them)", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    if not db.exists():
+        typer.echo(f"error: {db}: no such database", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    import sqlite3
+
+    try:
+        con = open_db(db)
+    except StoreError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    except sqlite3.DatabaseError as e:
+        typer.echo(f"error: {db}: not a rulekit result database ({e})", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    try:
+        row = record_feedback(con, attempt, "confirmed" if correct else "wrong", who or getpass.getuser(),
+                              outcome=outcome, symptom=symptom, nodes=node or (), note=note)
+    except FeedbackError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    finally:
+        con.close()
+    typer.echo(_json.dumps(row))
