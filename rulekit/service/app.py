@@ -158,7 +158,7 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
             jobs.close()
 
     app = FastAPI(title="rulekit Attribution Service", version=API_VERSION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None,  # /docs and /redoc from assets we ship (service.docs): offline
+                  docs_url=None, redoc_url=None,  # /docs from assets we ship (service.docs): offline; no /redoc
                   description="Normalized observations in, one verdict per job out. Rules are loaded at start-up "
                               "and never uploaded. See docs/service.md.")
     from rulekit.service import docs as _docs

@@ -128,8 +128,8 @@ def test_a_misbehaving_rule_is_one_rule_error_and_the_verdict_stands(tmp_path, k
 def test_attribute_cli_keeps_its_json_and_its_exit_status(tmp_path, what):
     p, took = _attribute(_plugin(tmp_path, "filter", what))
     assert p.returncode in (0, 1), (p.returncode, p.stderr[-2000:])
-    assert p.stdout.lstrip().startswith("{")
-    d = json.loads(p.stdout)  # stdout is our JSON alone
+    assert p.stdout.lstrip().startswith("[")
+    (d,) = json.loads(p.stdout)  # stdout is our JSON alone (a list of results: one job here)
     assert d["outcome"] == "hardware" and d["sub_domain"] == "nvlink"  # the other rules' verdict
     (err,) = [e for e in d.get("rule_errors", []) if e["rule"] == "Hostile"]
     assert "hostile.py:" in err["where"]
