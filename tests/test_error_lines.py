@@ -20,6 +20,7 @@ from rulekit.rules.loader import load_corpus
 
 # (line, source, cue, component)
 ERRORS = [
+    ("2026-06-01T03:11:00 ERROR cache shard 0 failed to load", "applog", "level", "program"),  # `:00 ERROR` no counter
     ("[rank3]: SomeFrameworkError: the planner found no valid schedule", "applog", "exception", "python"),
     ("ValueError: bad shape (3, 4)", "applog", "exception", "python"),
     ("node0003:2211:2290 [0] transport/net_ib.cc:1296 NCCL WARN NET/IB : Got completion from peer", "applog",
