@@ -275,7 +275,8 @@ def test_hit_line_is_advance_then_saw(steps):
             plain.advance(chunk, start)
         plain.saw(ts, end)
         fused.hit_line(chunk, start, end, ts)
-        assert (plain._pos, plain._pending, plain._ts) == (fused._pos, fused._pending, fused._ts)
+        a, b = plain._state(None), fused._state(None)
+        assert (a.pos, a.pending, a.ts, a.hit, a.last_end) == (b.pos, b.pending, b.ts, b.hit, b.last_end)
         if ask:
-            assert plain.ts == fused.ts
+            assert plain.ts() == fused.ts()
         pos = end
