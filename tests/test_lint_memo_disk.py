@@ -82,7 +82,7 @@ def test_rulekit_lint_starts_from_the_memo_on_disk_and_leaves_it_there(tmp_path:
         monkeypatch.setattr(lint_mod, "_LINES", lint_mod._LineState())
         monkeypatch.setattr(lint_mod, "_saved_sizes", {})
         calls.clear()
-        r = CliRunner().invoke(app, ["lint", "--no-tests", "--no-cost", str(tmp_path / "ws" / "rules")])
+        r = CliRunner().invoke(app, ["lint", "--no-bundled", "--no-tests", "--no-cost", str(tmp_path / "ws" / "rules")])
         assert r.exit_code in (0, 1), r.output
         outputs.append((r.exit_code, r.output, len(calls)))
     assert "RK306" in outputs[0][1] or "RK307" in outputs[0][1], outputs[0][1]
