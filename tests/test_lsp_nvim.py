@@ -37,7 +37,9 @@ def test_neovim_headless_client(tmp_path: Path):
     out = r.stdout
     assert r.returncode == 0, out + r.stderr
     emit_line = lines.index('emit = { type = "bad_node", symptom = "NCCL_TIMEOUTX" }') + 1
-    assert f"DIAG {emit_line}:1 RK203 `NcclWatchdog` uses symptom `NCCL_TIMEOUTX`, which is not registered" in out
+    emit_col = lines[emit_line - 1].index("NCCL_TIMEOUTX") + 1  # the caret is on the symptom's name
+    assert (f"DIAG {emit_line}:{emit_col} RK203 `NcclWatchdog` uses symptom `NCCL_TIMEOUTX`, which is not registered "
+            "(did you mean `NCCL_TIMEOUT`?)") in out
     assert "HOVER **symptom `GPU_FELL_OFF`**" in out and "rank: 900" in out
     def_line = lines.index('name = "GpuFellOff"') + 1
     assert f"DEF {base.resolve().as_uri()}:{def_line}" in out
