@@ -216,7 +216,7 @@ def test_result_has_the_contract_keys(engine):
     assert set(r["bad_nodes"][0]) == {"node", "symptoms", "blame", "action", "confidence"}
     assert r["confidence"] in ("high", "medium", "low")
     ev = r["root_cause"]["evidence"][0]
-    assert set(ev) == {"event_type", "symptom", "node", "rule", "source", "line_num", "timestamp", "datum"}
+    assert set(ev) == {"event_type", "symptom", "node", "rule", "source", "line_num", "timestamp", "time_source", "datum"}
     assert ev["source"] == "syslog/n1.log" and ev["line_num"] == 1 and ev["datum"] == "FAULT-A"
     assert "trace" not in r
 
