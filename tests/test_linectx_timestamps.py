@@ -26,7 +26,7 @@ from rulekit.extract.linectx import NO_YEAR, YearHint, rank_of, timestamp_of
 _MONO = re.compile(r"\[\s*(\d+\.\d+)\]")
 _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) (\d{4})\]")
 _ISO = re.compile(r"(\d{4})([-/])(\d\d)\2(\d\d)[T ](\d\d:\d\d:\d\d)([.,]\d+)?(Z|[+-]\d\d(?::?\d\d)?| ?UTC| ?GMT)?")
-_SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
+_SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d)(\.\d+)? ")
 _GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d{3,4}) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
 _CLOCK = re.compile(r"\d\d:\d\d:\d\d")
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
@@ -102,6 +102,9 @@ def plain_timestamp_of(line: str, year=None) -> tuple[str | None, float | None]:
         y = _year(year, _MONTHS[m.group(1)], m.group(2))
         try:
             dt = datetime(y or 2000, _MONTHS[m.group(1)], int(m.group(2)), *map(int, m.group(3).split(":")))
+            frac = m.group(4) or ""
+            if len(frac) > 1 and frac.isascii():
+                dt = dt.replace(microsecond=int(frac[1:7].ljust(6, "0")))
             return _no_year(dt, y), uptime
         except ValueError:
             pass
@@ -135,7 +138,8 @@ _SHAPE = st.one_of(
     st.builds(lambda sep, lv, mo, d, c, f: f"{sep}{lv}{mo}{d} {c}{f} ", st.sampled_from(["", " ", "[", ":", "x"]),
               st.sampled_from(["E", "I", "W", "F", "D"]), st.sampled_from(["0", "1", "6", "9", "00", "01", "06", "12", "13",
                                                                           "\u0661"]), _D2, _CLOCKS, _FRAC),
-    st.builds(lambda mo, sp, d, c: f"{mo}{sp}{d} {c} ", _MON, _SP, st.sampled_from(["1", "9", "29", "31", "32"]), _CLOCKS),
+    st.builds(lambda mo, sp, d, c, f: f"{mo}{sp}{d} {c}{f} ", _MON, _SP, st.sampled_from(["1", "9", "29", "31", "32"]),
+              _CLOCKS, _FRAC),
     st.builds(lambda a, b: f"[{a}.{b}]", st.sampled_from(["0", " 5120", "812", "  12"]),
               st.sampled_from(["3", "118850", "0"])),  # kernel uptime
     st.sampled_from(["PCI:0064:42:00", "0000:3b:00.0", "12:34:56:78", "1:23:45:67:89 ", "05:36<19:33",

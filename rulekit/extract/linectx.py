@@ -29,14 +29,15 @@ _DMESG_T = re.compile(r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) +(\d{1
 # torch elastic), `2026/06/01 03:10:40` (Go, the k8s device plugin), a fraction of any length,
 # a zone (`Z`, `+02:00`, `+0200`, `+02`, ` UTC`) or none
 _ISO = re.compile(r"(\d{4})([-/])(\d\d)\2(\d\d)[T ](\d\d:\d\d:\d\d)([.,]\d+)?(Z|[+-]\d\d(?::?\d\d)?| ?UTC| ?GMT)?")
-_SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d) ")
+# classic syslog `Jun  1 03:10:40 host ...` and journalctl's short-precise `May 20 07:32:44.587165 ...`
+_SYSLOG = re.compile(r"(?:^|\s)([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d)(\.\d+)? ")
 # glog / torch c10: `E0601 03:22:41.426415 ` and the `E601 ` some builds print (month 1-9)
 _GLOG = re.compile(r"(?:^|[\s\[:])[EIWF](\d{3,4}) (\d\d):(\d\d):(\d\d)(\.\d+)? ")
 # `\d\d:\d\d:\d\d` (in the ISO, dmesg -T, glog and syslog shapes alike), found from its first
 # colon: a pattern that starts with a literal is scanned for it at C speed (one that starts with
 # `\d` is tried at every position: ~2 us a line); a match starts 2 before the clock
 _CLOCK = re.compile(r":(?<=\d\d:)\d\d:\d\d")
-_SYSLOG_CLOCK = re.compile(r":(?<=\d \d\d:)\d\d:\d\d ")  # what every `_SYSLOG` match holds, found the same way
+_SYSLOG_CLOCK = re.compile(r":(?<=\d \d\d:)\d\d:\d\d[ .]")  # what every `_SYSLOG` match holds, found the same way
 _UTC_OFFSETS = frozenset({"Z", "+00:00", "+0000", "+00", "-00:00", "-0000", "-00", "UTC", " UTC", "GMT", " GMT"})
 _MONTHS = {m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
 _MONTH_DIGITS = {m: f"{i:02d}" for m, i in _MONTHS.items()}
@@ -276,7 +277,7 @@ def timestamp_of(line: str, year: "int | YearHint | None" = None) -> tuple[str |
         got = _named_month_second(_year_text(year, _MONTH_DIGITS[m.group(1)], m.group(2).rjust(2, "0")),
                                   m.group(1), m.group(2), m.group(3))
         if got is not None:
-            return got, uptime
+            return got + (_fraction(m.group(4)) if m.group(4) and m.group(4).isascii() else ""), uptime
     return None, uptime
 
 
