@@ -36,8 +36,11 @@ STOPS = frozenset({
     "SLURM_CANCELLED", "SLURM_TIMEOUT", "SLURM_DEADLINE", "SLURM_PREEMPTED", "SLURM_REQUEUED", "EXECUTION_CANCELLED",
     "K8S_PREEMPTED", "KUEUE_EVICTED", "K8S_DEADLINE_EXCEEDED",
 })
+# victims that report a device's state, not a process's end: a stop (time limit, cancel)
+# kills processes, it does not make NVML lose a GPU, so they are never its teardown
+DEVICE_STATE_VICTIMS = frozenset({"NVML_UNKNOWN_ERROR", "XID-154-RECOVERY_ACTION_CHANGED"})
 # what a stop leaves behind in the logs
-STOP_TEARDOWN = VICTIMS | {"PROCESS_SIGTERM", "PYTHON_INTERRUPTED", "SLURM_FAILED"}
+STOP_TEARDOWN = (VICTIMS - DEVICE_STATE_VICTIMS) | {"PROCESS_SIGTERM", "PYTHON_INTERRUPTED", "SLURM_FAILED"}
 
 # decoded fatal NVLink5 symptoms (HandleXidBurstEvents) and what the spec's FINAL
 # refiners do with them: Xid149AndNvlinkFiltering demotes every job-wide symptom that is
