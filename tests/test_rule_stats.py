@@ -126,7 +126,7 @@ def test_an_older_store_migrates_to_feedback(tmp_path, results):
     upsert(con, results[0])
     con.close()
     con = open_db(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == VERSION == 4
+    assert con.execute("PRAGMA user_version").fetchone()[0] == VERSION == 5
     record_feedback(con, results[0]["key"], "confirmed", "alice")
     assert rule_stats(con)["attempts"] == 1
 
