@@ -235,6 +235,16 @@ def open_ro(path: str | Path) -> sqlite3.Connection:
     return con
 
 
+def open_rw(path: str | Path) -> sqlite3.Connection:
+    """Open an existing store of this schema version for a small write (feedback from the
+    dashboard): never creates or migrates it (StoreError instead)."""
+    con = open_ro(path)
+    con.close()
+    con = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
+    con.execute("PRAGMA foreign_keys=ON")
+    return con
+
+
 def list_jobs(con: sqlite3.Connection, outcome: str | None = None, sub_domain: str | None = None,
               node: str | None = None, since: float | None = None, until: float | None = None,
               limit: int = 500) -> list[dict[str, Any]]:

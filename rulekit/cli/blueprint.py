@@ -6,8 +6,10 @@ outputs; a one-line summary per attempt goes to stderr.  With `--executor dask`
 (or `-j N`) each attempt is one task on an executor, collected and attributed
 on a worker, and written here.  Exit 0 when every execution-context connector
 answered, 1 when one failed or an attempt's task failed (the others' results
-are still written), 2 on bad input.  `dashboard` serves the read-only
-dashboard over a SQLite store with uvicorn.
+are still written), 2 on bad input.  `dashboard` serves the dashboard over a
+SQLite store with uvicorn (read-only but for verdict feedback; its bearer token,
+if any, from RULEKIT_DASHBOARD_TOKEN).  `feedback` records a judgement of a
+verdict; `export-test` turns a judged attempt into a job directory.
 """
 from __future__ import annotations
 
@@ -151,7 +153,7 @@ def dashboard(
     configs: Optional[Path] = typer.Option(None, "--configs", help="Blueprint config folder whose [fleet] section "
                                            "sets the fleet policy of the fleet page and /metrics."),
 ) -> None:
-    """Serve the read-only dashboard and its JSON API over a result store."""
+    """Serve the dashboard and its JSON API over a result store (read-only but for verdict feedback)."""
     from rulekit.blueprint.dashboard.app import create_app
     from rulekit.blueprint.store import StoreError, open_ro
     from rulekit.cli.listen import bind_or_exit, url_host
@@ -167,9 +169,13 @@ def dashboard(
     sock = bind_or_exit(host, port)  # before printing the URL: a busy port is one line and exit 2
     import uvicorn
 
-    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}", err=True)
+    import os
+
+    token = os.environ.get("RULEKIT_DASHBOARD_TOKEN", "").strip() or None  # never from the command line
+    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}"
+               + ("; feedback needs the bearer token" if token else "; feedback from this host only"), err=True)
     try:
-        uvicorn.Server(uvicorn.Config(create_app(db, policy), log_level="warning")).run(sockets=[sock])
+        uvicorn.Server(uvicorn.Config(create_app(db, policy, token), log_level="warning")).run(sockets=[sock])
     finally:
         sock.close()
 
