@@ -298,6 +298,7 @@ def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output],
         result["context"]["collector"] = ctx.name
         for out in outputs:
             out.write(result)
+        result = {k: v for k, v in result.items() if k != KEPT_LOGS}  # written; a run's report holds no lines
         report.results.append(result)
         if on_result:
             on_result(result)
