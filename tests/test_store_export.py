@@ -16,62 +16,18 @@ from rulekit.blueprint.backtest import backtest, stored_verdicts
 from rulekit.blueprint.config import load_config
 from rulekit.blueprint.exporttest import ExportError, expectation, write_job_dir
 from rulekit.blueprint.keptlogs import from_context, keep
-from rulekit.blueprint.orchestrator import Attributor, run
 from rulekit.blueprint.rulestats import feedback_of, record_feedback
 from rulekit.blueprint.store import VERSION, get_result, kept_logs, open_db, upsert
 from rulekit.inputs.jobdir import read_job_dir
 from rulekit.inputs.observation import Observation
 from rulekit.rules.loader import bundled_rules_path, load_corpus
 
+sys.path.insert(0, str(Path(__file__).parent))
+from test_rule_stats import EXTRA, db, results  # noqa: E402,F401  (the store built from the example)
+
 REPO = Path(__file__).resolve().parent.parent
 STATIC = REPO / "examples" / "blueprint" / "static"
 CLI = [sys.executable, "-m", "rulekit"]
-EXTRA = """
-[[symptom]]
-name = "TEST_LINK_STATE_FAULT"
-outcome = "hardware"
-sub_domain = "gpu"
-rank = 990
-blame = "node"
-action = "inspect"
-docs = "reads a healthy port-state line as a fault (a bad change to diff)"
-
-[[extractor]]
-name = "TestLinkStateFault"
-match_re = 'mlx5_core .* port 1 state: ACTIVE'
-source = "syslog"
-docs = "a bad change"
-emit = { type = "bad_node", symptom = "TEST_LINK_STATE_FAULT" }
-"""
-
-
-class _Collect:
-    def __init__(self):
-        self.results = []
-
-    def write(self, r):
-        self.results.append(r)
-
-    def close(self):
-        pass
-
-
-@pytest.fixture(scope="module")
-def results(bundled):
-    out = _Collect()
-    rep = run(load_config(STATIC), Attributor(engine=bundled), [out])
-    # the outputs get each attempt's kept lines; the run's report (every attempt, in memory) does not
-    assert all("kept_logs" in r for r in out.results) and not any("kept_logs" in r for r in rep.results)
-    return out.results
-
-
-@pytest.fixture
-def db(tmp_path, results):
-    path = tmp_path / "bp.db"
-    con = open_db(path)
-    for r in results:
-        upsert(con, r)
-    return path, con
 
 
 def _verdict(result: dict) -> tuple:

@@ -194,14 +194,18 @@ def make_drafts(templates: Sequence[Template], taken_rules: set[str], taken_symp
     return out
 
 
+def _header(t: Template) -> list[str]:
+    """The comment over a draft: where its lines come from."""
+    ex = t.examples[0]
+    return [f"# drafted by `rulekit mine` from {t.lines} unexplained line(s) in {len(t.jobs)} job(s) on "
+            f"{len(t.nodes)} node(s)", f"# template: {t.template}",
+            f"# e.g. job {ex.job} {ex.file or ''}:{ex.line_num or ''}"]
+
+
 def render(d: Draft, comp: Any) -> str:
     t = d.template
-    ex = t.examples[0]
     lines = [
-        f"# drafted by `rulekit mine` from {t.lines} unexplained line(s) in {len(t.jobs)} job(s) on "
-        f"{len(t.nodes)} node(s)",
-        f"# template: {t.template}",
-        f"# e.g. job {ex.job} {ex.file or ''}:{ex.line_num or ''}",
+        *_header(t),
         "[[symptom]]",
         f"name = {_toml_str(d.symptom)}",
         f"outcome = {_toml_str(comp.outcome)}      # CONFIRM: suggested by the `{comp.name}` component",
@@ -265,12 +269,8 @@ def dsl_regex(pattern: str) -> str:
 def render_dsl(d: Draft, comp: Any) -> str:
     """The draft in the rule DSL: the same symptom, extractor and tests as `render`."""
     t = d.template
-    ex = t.examples[0]
     lines = [
-        f"# drafted by `rulekit mine` from {t.lines} unexplained line(s) in {len(t.jobs)} job(s) on "
-        f"{len(t.nodes)} node(s)",
-        f"# template: {t.template}",
-        f"# e.g. job {ex.job} {ex.file or ''}:{ex.line_num or ''}",
+        *_header(t),
         f"symptom {dsl_str(d.symptom)} {{",
         f"  outcome {_dsl_word(comp.outcome)}      # CONFIRM: suggested by the `{comp.name}` component",
         f"  sub_domain {_dsl_word(comp.sub_domain)}",
