@@ -227,7 +227,7 @@ def test_migration_from_v1_backfills_components(tmp_path, bundled):
     con.close()
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == 1
     con = open_db(db)  # migrates to the latest version
-    assert con.execute("PRAGMA user_version").fetchone()[0] == VERSION == 4
+    assert con.execute("PRAGMA user_version").fetchone()[0] == VERSION == 5
     names = {r[0] for r in con.execute("SELECT name FROM components WHERE kind='node'")}
     assert names == {"node-02", "node0004"}
 

@@ -1,6 +1,7 @@
 """Draft extractors from mined templates (`rulekit mine --draft`), each checked before it is written.
 
-A draft is a TOML `[[symptom]]` and `[[extractor]]` pair: the pattern is the template's
+A draft is a TOML `[[symptom]]` and `[[extractor]]` pair (or, `render_dsl`, a
+`symptom` and an `extractor` block of the rule DSL, grammar/, with the same tests): the pattern is the template's
 message with its literal words escaped and each masked variable a named RE2 group
 (named after the word before it when that word says what it is: rank, gpu, device,
 code, port, pid; else its kind and position); a free token of Drain becomes the
@@ -117,6 +118,7 @@ class Draft:
     positives: list[tuple[str, str | None]]  # (line, source)
     near_miss: tuple[str, str | None, bool]  # (line, source, constructed)
     text: str = ""
+    dsl: bool = False  # `text` is in the rule DSL (grammar/), not TOML
     problems: list[str] = field(default_factory=list)
     overlaps: list[dict[str, Any]] = field(default_factory=list)
 
@@ -160,8 +162,10 @@ def _near_miss(t: Template, pattern: str, others: Sequence[Template]) -> tuple[s
     return "all ranks nominal\n", first.source, True
 
 
-def make_drafts(templates: Sequence[Template], taken_rules: set[str], taken_symptoms: set[str]) -> list[Draft]:
-    """One draft per template (templates with no literal word are skipped: nothing to match on)."""
+def make_drafts(templates: Sequence[Template], taken_rules: set[str], taken_symptoms: set[str],
+                dsl: bool = False) -> list[Draft]:
+    """One draft per template (templates with no literal word are skipped: nothing to match on);
+    TOML, or the rule DSL with `dsl`."""
     vocab = {c.name: c for c in vocabulary().components}
     out = []
     for t in templates:
@@ -184,19 +188,24 @@ def make_drafts(templates: Sequence[Template], taken_rules: set[str], taken_symp
         sources = sorted({src or "applog" for _, src in positives})
         d = Draft(t, r, s, pattern, groups, comp.name, sources, positives, ("", None, False))
         d.near_miss = _near_miss(t, pattern, [o for o in templates if o is not t])
-        d.text = render(d, comp)
+        d.dsl = dsl
+        d.text = render_dsl(d, comp) if dsl else render(d, comp)
         out.append(d)
     return out
 
 
+def _header(t: Template) -> list[str]:
+    """The comment over a draft: where its lines come from."""
+    ex = t.examples[0]
+    return [f"# drafted by `rulekit mine` from {t.lines} unexplained line(s) in {len(t.jobs)} job(s) on "
+            f"{len(t.nodes)} node(s)", f"# template: {t.template}",
+            f"# e.g. job {ex.job} {ex.file or ''}:{ex.line_num or ''}"]
+
+
 def render(d: Draft, comp: Any) -> str:
     t = d.template
-    ex = t.examples[0]
     lines = [
-        f"# drafted by `rulekit mine` from {t.lines} unexplained line(s) in {len(t.jobs)} job(s) on "
-        f"{len(t.nodes)} node(s)",
-        f"# template: {t.template}",
-        f"# e.g. job {ex.job} {ex.file or ''}:{ex.line_num or ''}",
+        *_header(t),
         "[[symptom]]",
         f"name = {_toml_str(d.symptom)}",
         f"outcome = {_toml_str(comp.outcome)}      # CONFIRM: suggested by the `{comp.name}` component",
@@ -231,6 +240,68 @@ def render(d: Draft, comp: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_DSL_ESC = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def dsl_str(s: str) -> str:
+    r"""A DSL string literal (one line; `\\` `\"` `\n` `\t` `\r`, other control characters `\uXXXX`)."""
+    return '"' + "".join(_DSL_ESC.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 32 or ord(c) == 127 else c)
+                         for c in s) + '"'
+
+
+def _dsl_word(s: str) -> str:
+    return s if _NAME.fullmatch(s) else dsl_str(s)
+
+
+def dsl_regex(pattern: str) -> str:
+    r"""A `/.../` literal: every unescaped `/` written `\/` (RE2 reads `\/` as `/`)."""
+    out, esc = [], False
+    for c in pattern:
+        if c == "/" and not esc:
+            out.append("\\/")
+        else:
+            out.append(c)
+        esc = c == "\\" and not esc
+    return "/" + "".join(out) + "/"
+
+
+def render_dsl(d: Draft, comp: Any) -> str:
+    """The draft in the rule DSL: the same symptom, extractor and tests as `render`."""
+    t = d.template
+    lines = [
+        *_header(t),
+        f"symptom {dsl_str(d.symptom)} {{",
+        f"  outcome {_dsl_word(comp.outcome)}      # CONFIRM: suggested by the `{comp.name}` component",
+        f"  sub_domain {_dsl_word(comp.sub_domain)}",
+        f"  rank {DRAFT_RANK}",
+        f"  blame {_dsl_word(comp.blame)}      # CONFIRM: the component's default blame (docs/blame.md)",
+    ]
+    if comp.action:
+        lines.append(f"  action {_dsl_word(comp.action)}      # CONFIRM: the component's default action")
+    lines += [
+        f"  docs {dsl_str('DRAFT: ' + t.template)}",
+        "}",
+        "",
+        f"extractor {d.rule} {{",
+        f"  docs {dsl_str('DRAFT from mined lines: ' + t.template)}",
+        "  source " + ", ".join(_dsl_word(x) for x in d.sources),
+        f"  match {dsl_regex(d.pattern)}",
+        f"  emit bad_node {dsl_str(d.symptom)}",
+    ]
+    for line, src in d.positives:
+        with_ = f" with {{ source = {dsl_str(src)} }}" if src and src != "applog" else ""
+        lines.append(f"  test {dsl_str(line)}{with_} => bad_node {dsl_str(d.symptom)}")
+    line, src, constructed = d.near_miss
+    near = src if src and src != "applog" and src in d.sources else d.sources[0] if d.sources != ["applog"] else None
+    lines.append("  # near miss, constructed: a key word changed" if constructed
+                 else "  # near miss: the closest line of another template")
+    lines.append(f"  test {dsl_str(line.rstrip(chr(10)))}" + (f" with {{ source = {dsl_str(near)} }}" if near else "")
+                 + " => nothing")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 def validate(drafts: list[Draft], rule_paths: Sequence[str | Path] | None) -> tuple[list[Draft], list[Draft]]:
     """(accepted, rejected): each accepted draft loads, passes its tests and overlaps no rule."""
     from rulekit.analysis.lint import lint_corpus
@@ -242,7 +313,7 @@ def validate(drafts: list[Draft], rule_paths: Sequence[str | Path] | None) -> tu
     pending = list(drafts)
     rejected: list[Draft] = []
     with tempfile.TemporaryDirectory(prefix="rulekit-drafts-") as tmp:
-        f = Path(tmp) / "drafts.toml"
+        f = Path(tmp) / ("drafts.rule" if any(d.dsl for d in drafts) else "drafts.toml")
         for _ in range(len(drafts) + 1):
             if not pending:
                 break

@@ -27,6 +27,7 @@ from rulekit.blueprint import limits
 from rulekit.blueprint.config import BlueprintConfig
 from rulekit.blueprint.limits import CONNECTOR_DEADLINE_S, Deadline
 from rulekit.blueprint.connectors.base import Output
+from rulekit.blueprint.keptlogs import keep
 from rulekit.blueprint.linecontext import evidence_context
 from rulekit.blueprint.metrics_shape import series_dict
 from rulekit.blueprint.model import Attempt, ConnectorError, Coverage, Window, iso
@@ -36,6 +37,7 @@ from rulekit.inputs.observation import Observation
 from rulekit.inputs.jobrecord import JobRecordError, parse_job_record
 
 SCHEMA = "rulekit.blueprint.result/1"
+KEPT_LOGS = "kept_logs"  # the result's key holding the kept lines; outputs write it apart or drop it
 
 
 @dataclass
@@ -228,6 +230,7 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
             verdict["notes"].append({"code": "evidence-incomplete", "message": "evidence was incomplete: " + "; ".join(
                 f"{c.collector} ({c.type}) {'failed' if c.status == 'failed' else 'delivered part'}: {c.error}"
                 for c in failed)})
+    context_lines = evidence_context(verdict, observations)
     return {
         "schema": SCHEMA,
         "key": attempt.key,
@@ -239,7 +242,10 @@ def attribute_attempt(cfg: BlueprintConfig, attributor: Attributor, attempt: Att
         "coverage": {"complete": complete, "collectors": [c.to_dict() for c in coverage]},
         "metrics": [summarize(series_dict(m)) for m in metrics],
         # the raw lines around each piece of evidence, for the dashboard (served from the store)
-        "evidence_context": evidence_context(verdict, observations),
+        "evidence_context": context_lines,
+        # the collected lines, bounded (`rulekit.blueprint.keptlogs`): the store keeps them in their own
+        # table, so an attempt can become a job directory again; not part of the result JSON stored or printed
+        KEPT_LOGS: keep(observations, context_lines),
         "engine": attributor.mode,
         "attributed_at": iso(datetime.now(timezone.utc)),
     }
@@ -292,6 +298,7 @@ def run(cfg: BlueprintConfig, attributor: Attributor, outputs: Sequence[Output],
         result["context"]["collector"] = ctx.name
         for out in outputs:
             out.write(result)
+        result = {k: v for k, v in result.items() if k != KEPT_LOGS}  # written; a run's report holds no lines
         report.results.append(result)
         if on_result:
             on_result(result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,6 +65,14 @@ MIGRATIONS: list[str] = [
         judged_nodes TEXT NOT NULL DEFAULT '[]', who TEXT NOT NULL, at TEXT NOT NULL, note TEXT);
     CREATE INDEX feedback_key ON feedback(key, id);
     CREATE INDEX evidence_rule ON evidence(rule);
+    """,
+    # v4 -> v5: the attempt's collected lines, bounded (`rulekit.blueprint.keptlogs`), so an attempt can be
+    # exported as a job directory (`blueprint export-test`); results written before keep none
+    """
+    CREATE TABLE kept_logs (
+        key TEXT NOT NULL REFERENCES results(key) ON DELETE CASCADE, seq INTEGER NOT NULL, source TEXT NOT NULL,
+        node TEXT, format TEXT, name TEXT, complete INTEGER NOT NULL, lines INTEGER NOT NULL, body BLOB NOT NULL,
+        PRIMARY KEY (key, seq));
     """,
 ]
 VERSION = len(MIGRATIONS)
@@ -152,6 +161,9 @@ def upsert(con: sqlite3.Connection, result: dict[str, Any]) -> None:
     ctx = result.get("context") or {}
     rc = v.get("root_cause") or {}
     key = result["key"]
+    kept = result.get("kept_logs")
+    result = {k: x for k, x in result.items() if k != "kept_logs"}
+    keeps = con.execute("PRAGMA user_version").fetchone()[0] >= 5  # a store opened below v5 has no kept_logs
     con.execute("BEGIN IMMEDIATE")
     try:
         con.execute(
@@ -171,7 +183,7 @@ def upsert(con: sqlite3.Connection, result: dict[str, Any]) -> None:
              _ts(ctx.get("end")) or _ts(result.get("attributed_at")), 1 if result["coverage"]["complete"] else 0,
              ctx.get("collector"), result.get("attributed_at"), json.dumps(result, default=str), _user(result),
              _attribution_seconds(result)))
-        for t in ("result_nodes", "evidence", "coverage", "components"):
+        for t in ("result_nodes", "evidence", "coverage", "components") + (("kept_logs",) if keeps else ()):
             con.execute(f"DELETE FROM {t} WHERE key = ?", (key,))
         rows = []
         for role, field in (("bad", "bad_nodes"), ("affected", "affected_nodes"), ("interesting", "interesting_nodes")):
@@ -188,6 +200,11 @@ def upsert(con: sqlite3.Connection, result: dict[str, Any]) -> None:
             (key, c["collector"], c["kind"], c["type"], c["status"], c["observations"], c["lines"], c["series"],
              c["error"]) for c in result["coverage"]["collectors"]])
         _insert_components(con, key, result)
+        if keeps and kept:
+            con.executemany("INSERT INTO kept_logs VALUES (?,?,?,?,?,?,?,?,?)", [
+                (key, i, k["source"], k.get("node"), k.get("format"), k.get("name"), 1 if k.get("complete") else 0,
+                 sum(len(r[1]) for r in k["runs"]), zlib.compress(json.dumps(k["runs"]).encode(), 6))
+                for i, k in enumerate(kept)])
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")
@@ -215,6 +232,16 @@ def open_ro(path: str | Path) -> sqlite3.Connection:
     if v != VERSION:
         con.close()
         raise StoreError(f"{p}: schema version {v}, expected {VERSION} (rerun `rulekit blueprint run` to migrate)")
+    return con
+
+
+def open_rw(path: str | Path) -> sqlite3.Connection:
+    """Open an existing store of this schema version for a small write (feedback from the
+    dashboard): never creates or migrates it (StoreError instead)."""
+    con = open_ro(path)
+    con.close()
+    con = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
+    con.execute("PRAGMA foreign_keys=ON")
     return con
 
 
@@ -255,6 +282,17 @@ def facets(con: sqlite3.Connection) -> dict[str, list[str]]:
 def get_result(con: sqlite3.Connection, key: str) -> dict[str, Any] | None:
     row = con.execute("SELECT result_json FROM results WHERE key = ?", (key,)).fetchone()
     return json.loads(row[0]) if row else None
+
+
+def kept_logs(con: sqlite3.Connection, key: str) -> list[dict[str, Any]] | None:
+    """The lines the store kept of one attempt's observations (`rulekit.blueprint.keptlogs`),
+    in collection order; None when the attempt was stored without them (an older rulekit)."""
+    rows = con.execute("SELECT source, node, format, name, complete, body FROM kept_logs WHERE key = ? ORDER BY seq",
+                       (key,)).fetchall()
+    if not rows:
+        return None
+    return [{"source": r[0], "node": r[1], "format": r[2], "name": r[3], "complete": bool(r[4]),
+             "runs": json.loads(zlib.decompress(r[5]))} for r in rows]
 
 
 def fleet(con: sqlite3.Connection, kind: str = "node", since: float | None = None, until: float | None = None,

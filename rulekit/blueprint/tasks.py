@@ -127,7 +127,8 @@ def run_tasks(cfg: BlueprintConfig, configs: str | Path, map_fn: Callable[[Itera
             continue
         for out in outputs:
             out.write(o.result)
-        report.results.append(o.result)
+        kept = {k: v for k, v in o.result.items() if k != "kept_logs"}  # a run's report holds no attempt's lines
+        report.results.append(kept)
         if on_result:
-            on_result(o.result)
+            on_result(kept)
     return report

@@ -6,8 +6,10 @@ outputs; a one-line summary per attempt goes to stderr.  With `--executor dask`
 (or `-j N`) each attempt is one task on an executor, collected and attributed
 on a worker, and written here.  Exit 0 when every execution-context connector
 answered, 1 when one failed or an attempt's task failed (the others' results
-are still written), 2 on bad input.  `dashboard` serves the read-only
-dashboard over a SQLite store with uvicorn.
+are still written), 2 on bad input.  `dashboard` serves the dashboard over a
+SQLite store with uvicorn (read-only but for verdict feedback; its bearer token,
+if any, from RULEKIT_DASHBOARD_TOKEN).  `feedback` records a judgement of a
+verdict; `export-test` turns a judged attempt into a job directory.
 """
 from __future__ import annotations
 
@@ -151,7 +153,7 @@ def dashboard(
     configs: Optional[Path] = typer.Option(None, "--configs", help="Blueprint config folder whose [fleet] section "
                                            "sets the fleet policy of the fleet page and /metrics."),
 ) -> None:
-    """Serve the read-only dashboard and its JSON API over a result store."""
+    """Serve the dashboard and its JSON API over a result store (read-only but for verdict feedback)."""
     from rulekit.blueprint.dashboard.app import create_app
     from rulekit.blueprint.store import StoreError, open_ro
     from rulekit.cli.listen import bind_or_exit, url_host
@@ -167,9 +169,13 @@ def dashboard(
     sock = bind_or_exit(host, port)  # before printing the URL: a busy port is one line and exit 2
     import uvicorn
 
-    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}", err=True)
+    import os
+
+    token = os.environ.get("RULEKIT_DASHBOARD_TOKEN", "").strip() or None  # never from the command line
+    typer.echo(f"rulekit dashboard on http://{url_host(host)}:{sock.getsockname()[1]}/ over {db}"
+               + ("; feedback needs the bearer token" if token else "; feedback from this host only"), err=True)
     try:
-        uvicorn.Server(uvicorn.Config(create_app(db, policy), log_level="warning")).run(sockets=[sock])
+        uvicorn.Server(uvicorn.Config(create_app(db, policy, token), log_level="warning")).run(sockets=[sock])
     finally:
         sock.close()
 
@@ -218,3 +224,62 @@ def feedback_cmd(
     finally:
         con.close()
     typer.echo(_json.dumps(row))
+
+
+@blueprint_app.command("export-test")
+def export_test_cmd(
+    attempt: str = typer.Argument(..., help="The judged attempt (JOB#N, or a job id: its latest attempt)."),
+    db: Path = typer.Option(..., "--db", help="The result store holding the attempt and its feedback."),
+    out: Path = typer.Option(..., "--out", "-o", help="The job directory to write (new, or an empty folder)."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="Collect the logs again through this Blueprint "
+                                           "config instead of using the lines the store kept."),
+) -> None:
+    """Turn a judged attempt into a job directory with expected.json: a regression test."""
+    import json as _json
+
+    from rulekit.blueprint.exporttest import ExportError, expectation, recollect, write_job_dir
+    from rulekit.blueprint.keptlogs import from_context
+    from rulekit.blueprint.rulestats import FeedbackError, feedback_of, resolve_key
+    from rulekit.blueprint.store import StoreError, get_result, kept_logs, open_ro
+
+    try:
+        con = open_ro(db)
+    except StoreError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    notes: list[str] = []
+    try:
+        key = resolve_key(con, attempt)
+        judged = feedback_of(con, key)
+        if not judged:
+            raise ExportError(f"attempt: {key} has no feedback; judge it first "
+                              f"(`rulekit blueprint feedback --db {db} '{key}' --correct|--wrong ...`)")
+        result = get_result(con, key) or {}
+        expected = expectation(result, judged[-1])
+        if configs is not None:
+            from rulekit.blueprint.config import load_config
+
+            try:
+                cfg = load_config(configs)
+            except RulekitError as e:
+                print_diagnostics(e.diagnostics, {}, err=True)
+                raise typer.Exit(ExitStatus.USAGE)
+            kept, problems = recollect(cfg, key)
+            notes += [f"collecting again: {p}" for p in problems]
+        else:
+            kept = kept_logs(con, key)
+            if kept is None:
+                kept = from_context(result)
+                notes.append("the store kept no logs of this attempt (written by an older rulekit): only the lines "
+                             "around its evidence are exported; give --configs to collect them again")
+        notes += write_job_dir(out, result, kept, expected)
+    except (FeedbackError, ExportError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    finally:
+        con.close()
+    for n in notes:
+        typer.echo(f"note: {n}", err=True)
+    typer.echo(f"wrote {out} ({judged[-1]['verdict']} by {judged[-1]['who']}): expected.json "
+               f"{_json.dumps(expected)}", err=True)
+    typer.echo(str(out))

@@ -9,6 +9,13 @@ directory or a folder of them; default `examples/` beside the rules folder).
 Output: text (default), `--format json`, `--format github` (workflow
 annotations).  Exit 0 when every `expected.json` holds with HEAD, 1 when one
 is broken, 2 on a usage error or a revision that does not load.
+
+With `--db STORE` the jobs are the attempts a result store holds instead: each is
+re-attributed with both revisions (`rulekit.blueprint.backtest`, the one
+implementation `rulekit rules backtest` uses), from the lines the store kept or,
+with `--configs CFG`, collected again through the Blueprint config; the report
+lists the verdicts that move and the nodes that would newly enter or leave
+`bad_nodes`, per node (text or json); exit 1 when a verdict moves.
 """
 from __future__ import annotations
 
@@ -84,9 +91,21 @@ def diff(
     fmt: str = typer.Option("text", "--format", "-f", help="text, json or github"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
     bundled: Optional[bool] = bundled_option(),
+    db: Optional[Path] = typer.Option(None, "--db", help="A result store: re-attribute its attempts instead of "
+                                      "job directories."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="With --db: the Blueprint config that found the "
+                                           "attempts (collect their logs again; default: the lines the store kept)."),
+    since: Optional[str] = typer.Option(None, "--since", help="With --db: attempts ending at/after T."),
+    until: Optional[str] = typer.Option(None, "--until", help="With --db: attempts ending at/before T."),
 ) -> None:
-    """Attribute job directories with two rule revisions and report what moved."""
-    check_format(fmt, ("text", "json", "github"))
+    """Attribute job directories (or a result store's attempts) with two rule revisions and report what moved."""
+    check_format(fmt, ("text", "json") if db is not None else ("text", "json", "github"))
+    if db is None and (configs is not None or since or until):
+        typer.echo("error: --configs, --since and --until go with --db", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
+    if db is not None and jobs:
+        typer.echo("error: give --jobs or --db (one of them)", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
     if rules is None:  # the project file's rule folder (its first), else the bundled rules
         named = choose_or_exit(None, True).own  # (which folder; whether the bundled rules go under: below)
         rules = Path(named[0]) if named else None
@@ -98,6 +117,8 @@ def diff(
     # revisions on nothing): what changed is the folder's
     choice = choose_or_exit([rules_dir], bundled)
     under = [p for p in choice.load_paths if choice.own and Path(p) not in choice.own]
+    if db is not None:
+        _diff_store(base, head, rules_dir, under, db, configs, since, until, fmt, output)
     job_roots = list(jobs) if jobs else default_example_paths([rules_dir])
     for j in job_roots:
         if not j.exists():
@@ -118,6 +139,42 @@ def diff(
     text = {"text": render_text, "json": render_json, "github": render_github}[fmt](report)
     write_output(text, output)
     raise typer.Exit(ExitStatus.FINDINGS if report.broken else ExitStatus.OK)
+
+
+def _diff_store(base: str, head: Optional[str], rules_dir: Path, under: list[str], db: Path,
+                configs: Optional[Path], since: Optional[str], until: Optional[str], fmt: str,
+                output: Optional[Path]) -> None:
+    """`diff BASE HEAD --db STORE`: both revisions over the store's attempts; exits."""
+    from datetime import datetime, timezone
+
+    from rulekit.blueprint.backtest import backtest, stored_verdicts
+    from rulekit.blueprint.model import Window
+    from rulekit.cli.rules import _open, _window, load_blueprint_config, render_backtest
+
+    lo, hi = _window(since, until)
+    cfg = load_blueprint_config(configs) if configs is not None else None
+    con = _open(db)
+    try:
+        stored = stored_verdicts(con, lo, hi)
+        with tempfile.TemporaryDirectory(prefix="rulekit-diff-") as tmp:
+            try:
+                bdir, blabel = materialize(base, rules_dir, Path(tmp))
+                hdir, hlabel = (materialize(head, rules_dir, Path(tmp)) if head
+                                else (rules_dir, display_path(str(rules_dir))))
+            except (RevisionError, ValueError) as e:
+                typer.echo(f"error: {e}", err=True)
+                raise typer.Exit(ExitStatus.USAGE)
+            base_engine, head_engine = _load(bdir, blabel, under), _load(hdir, hlabel, under)
+        window = Window(datetime.fromtimestamp(lo, timezone.utc) if lo is not None else None,
+                        datetime.fromtimestamp(hi, timezone.utc) if hi is not None else None)
+        rep = backtest(cfg, head_engine, stored, window, base=base_engine, con=con)
+    finally:
+        con.close()
+    rep["base"], rep["head"] = blabel, hlabel
+    text = (json.dumps(rep, indent=2) if fmt == "json"
+            else f"base {blabel}  →  head {hlabel}  (store {display_path(str(db))})\n" + render_backtest(rep))
+    write_output(text, output)
+    raise typer.Exit(ExitStatus.FINDINGS if rep["changed"] else ExitStatus.OK)
 
 
 def _fmt(v) -> str:

@@ -3,7 +3,8 @@
 Reads job directories (or a result store's fallback evidence with `--db`), clusters
 the unexplained error lines (`rulekit.analysis.mine`) and prints the templates ranked
 by jobs and nodes as text, JSON or Markdown.  `--draft FILE` writes a draft extractor
-per chosen template (`rulekit.analysis.draft`), only those that load, pass their tests
+per chosen template (`rulekit.analysis.draft`; TOML, or the rule DSL with `--dsl`), only
+those that load, pass their tests
 and overlap no rule; the others are listed with why.  Exit 0; 1 when a draft was
 rejected or a job directory could not be read; 2 on bad input.  Renders only.
 """
@@ -29,6 +30,7 @@ def mine(
     template: Optional[list[int]] = typer.Option(None, "--template", "-t",
                                                  help="Draft only these templates (their rank in the list); repeatable."),
     draft: Optional[Path] = typer.Option(None, "--draft", help="Write checked draft rules (TOML) for the templates here."),
+    dsl: bool = typer.Option(False, "--dsl", help="With --draft: write the drafts in the rule DSL (a .rule file)."),
     since: Optional[str] = typer.Option(None, "--since", help="With --db: attempts ending at/after T."),
     until: Optional[str] = typer.Option(None, "--until", help="With --db: attempts ending at/before T."),
 ) -> None:
@@ -42,6 +44,11 @@ def mine(
         fail("give job directories or --db (one of them)")
     if limit < 1:
         fail("--limit: must be at least 1")
+    if dsl and draft is None:
+        fail("--dsl goes with --draft FILE")
+    if draft is not None and (draft.suffix == ".rule") != dsl:  # rule files are read by their suffix
+        fail("--draft: DSL drafts (--dsl) go in a .rule file" if dsl else
+             "--draft: a .rule file holds DSL drafts: add --dsl (or name a .toml file)")
     check_paths_exist(job_dirs)
     check_paths_exist(rules)
     engine = load_engine_or_exit(rules).engine
@@ -69,7 +76,7 @@ def mine(
     status = ExitStatus.FINDINGS if failed else ExitStatus.OK
     drafted = None
     if draft is not None:
-        drafted = _draft(engine, miner, rules, limit, template, draft)
+        drafted = _draft(engine, miner, rules, limit, template, draft, dsl)
         rep["drafts"] = drafted
         if drafted["rejected"]:
             status = ExitStatus.FINDINGS
@@ -89,7 +96,7 @@ def mine(
     raise typer.Exit(status)
 
 
-def _draft(engine, miner, rules, limit, chosen, out: Path) -> dict:
+def _draft(engine, miner, rules, limit, chosen, out: Path, dsl: bool = False) -> dict:
     from rulekit.analysis.draft import make_drafts, validate
 
     ranked = miner.templates()[:limit]
@@ -100,7 +107,7 @@ def _draft(engine, miner, rules, limit, chosen, out: Path) -> dict:
         ranked = [ranked[i - 1] for i in chosen]
     taken_rules = {r.name for r in (*engine.extractors, *engine.accumulators)}
     taken_symptoms = set(engine.registry.names()) | set(engine.registry.aliases())
-    drafts = make_drafts(ranked, taken_rules, taken_symptoms)
+    drafts = make_drafts(ranked, taken_rules, taken_symptoms, dsl=dsl)
     try:
         accepted, rejected = validate(drafts, rules)
     except ValueError as e:

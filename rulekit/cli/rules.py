@@ -4,7 +4,8 @@
 it fired in, how often it made the root cause, and the operators' judgements of those
 verdicts.  `backtest` re-attributes the stored attempts with a changed corpus through
 the Blueprint config that found them (`rulekit.blueprint.backtest`) and prints the
-verdicts that would move and the nodes that would enter or leave `bad_nodes`.  Exit 0;
+verdicts that would move and the nodes that would enter or leave `bad_nodes` (without
+the config: from the lines the store kept of each attempt).  Exit 0;
 backtest exits 1 when a verdict moves; 2 on bad input.  Renders only.
 """
 from __future__ import annotations
@@ -40,6 +41,19 @@ def _window(since: Optional[str], until: Optional[str]) -> tuple[float | None, f
     except ValueError as e:
         fail(f"--since/--until: {e}")
     raise AssertionError
+
+
+def load_blueprint_config(configs: Path):
+    """The Blueprint config folder, or exit 2 with its located errors."""
+    from rulekit.blueprint.config import load_config
+    from rulekit.cli.render import print_diagnostics
+    from rulekit.diagnostics import RulekitError
+
+    try:
+        return load_config(configs)
+    except RulekitError as e:
+        print_diagnostics(e.diagnostics, {}, err=True)
+        raise typer.Exit(ExitStatus.USAGE)
 
 
 def _pct(x: float | None) -> str:
@@ -105,40 +119,32 @@ def render_backtest(rep: dict[str, Any]) -> str:
 def backtest_cmd(
     db: Path = typer.Option(..., "--db", help="The result store whose verdicts are the baseline."),
     rules: list[Path] = typer.Option(..., "--rules", help="The changed corpus (rule files or folders); repeatable."),
-    configs: Path = typer.Option(..., "--configs", help="The Blueprint config that found the stored attempts "
-                                 "(used to collect their logs again)."),
+    configs: Optional[Path] = typer.Option(None, "--configs", help="The Blueprint config that found the stored "
+                                           "attempts (collect their logs again; default: the lines the store kept)."),
     since: Optional[str] = typer.Option(None, "--since", help="Attempts ending at/after T."),
     until: Optional[str] = typer.Option(None, "--until", help="Attempts ending at/before T."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Re-attribute the stored attempts with a changed corpus: the verdicts and bad nodes that would change."""
     from rulekit.blueprint.backtest import backtest, stored_verdicts
-    from rulekit.blueprint.config import load_config
     from rulekit.blueprint.model import Window
     from rulekit.cli._common import check_paths_exist, load_engine_or_exit
-    from rulekit.cli.render import print_diagnostics
-    from rulekit.diagnostics import RulekitError
 
     if fmt not in ("text", "json"):
         fail(f"unknown format {fmt!r}; use one of text, json")
     check_paths_exist(rules)
     lo, hi = _window(since, until)
-    try:
-        cfg = load_config(configs)
-    except RulekitError as e:
-        print_diagnostics(e.diagnostics, {}, err=True)
-        raise typer.Exit(ExitStatus.USAGE)
+    cfg = load_blueprint_config(configs) if configs is not None else None
     engine = load_engine_or_exit(rules, what="the changed rules").engine
-    con = _open(db)
-    try:
-        stored = stored_verdicts(con, lo, hi)
-    finally:
-        con.close()
     from datetime import datetime, timezone
 
     window = Window(datetime.fromtimestamp(lo, timezone.utc) if lo is not None else None,
                     datetime.fromtimestamp(hi, timezone.utc) if hi is not None else None)
-    rep = backtest(cfg, engine, stored, window)
+    con = _open(db)
+    try:
+        rep = backtest(cfg, engine, stored_verdicts(con, lo, hi), window, con=con)
+    finally:
+        con.close()
     typer.echo(json.dumps(rep, indent=2) if fmt == "json" else render_backtest(rep))
     if rep["changed"]:
         raise typer.Exit(ExitStatus.FINDINGS)

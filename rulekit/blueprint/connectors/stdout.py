@@ -1,5 +1,6 @@
 """Output: one JSON line per result on a text stream (stdout by default).
-Writes and flushes; never reformats the result."""
+Writes and flushes; never reformats the result (the lines the store keeps of the
+attempt's logs, `kept_logs`, are not printed)."""
 from __future__ import annotations
 
 import json
@@ -14,5 +15,6 @@ class StdoutOutput(Output):
         self.stream = stream or sys.stdout
 
     def write(self, result: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(result, default=str, sort_keys=False) + "\n")
+        shown = {k: v for k, v in result.items() if k != "kept_logs"}
+        self.stream.write(json.dumps(shown, default=str, sort_keys=False) + "\n")
         self.stream.flush()

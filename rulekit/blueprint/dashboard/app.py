@@ -2,7 +2,8 @@
 (`site.discover()`: `pages/jobs.py`, `pages/job.py`, `pages/fleet.py`, ...), the
 root redirect, and the error map.
 
-Read-only (the store is opened `mode=ro` per request).  A bad parameter is a
+Read-only (the store is opened `mode=ro` per request), but for verdict feedback
+(`pages/feedback.py`: one row a POST, its own auth rule).  A bad parameter is a
 400 with the parameter named, an unknown job a 404, an unusable store a 503,
 anything else a 500 page with an error id: never a dropped connection.
 """
@@ -24,9 +25,10 @@ from rulekit.blueprint.store import StoreError
 log = logging.getLogger("rulekit.dashboard")
 
 
-def create_app(db: str | Path, policy: FleetPolicy | None = None) -> Starlette:
-    """`policy`: the fleet policy of the fleet page and /metrics (the defaults when None)."""
-    site = Site(db, policy or FleetPolicy.defaults())
+def create_app(db: str | Path, policy: FleetPolicy | None = None, token: str | None = None) -> Starlette:
+    """`policy`: the fleet policy of the fleet page and /metrics (the defaults when None);
+    `token`: the bearer token feedback requests must carry (None: loopback clients only)."""
+    site = Site(db, policy or FleetPolicy.defaults(), token)
 
     async def root(request: Request) -> Response:
         return RedirectResponse("/jobs")

@@ -4,7 +4,7 @@ A page is a module in `rulekit.blueprint.dashboard.pages` with `routes(site) ->
 list[Route]` and, if it belongs in the header, `NAV = (title, href, order)`.
 `discover()` finds them by name (pkgutil), so adding a page is adding a module:
 no other page or the app is edited.  `Site` is what a route needs: the store
-(opened read-only per request), JSON-or-HTML errors, and the bad-parameter error.
+(opened read-only per request; the feedback route alone writes), JSON-or-HTML errors, and the bad-parameter error.
 Knows nothing of any one page.
 """
 from __future__ import annotations
@@ -29,9 +29,10 @@ class BadParam(Exception):
 
 
 class Site:
-    def __init__(self, db: str | Path, policy: Any = None):
+    def __init__(self, db: str | Path, policy: Any = None, token: str | None = None):
         self.db = Path(db)
         self.policy = policy  # the fleet policy (`rulekit.blueprint.fleet_policy.FleetPolicy`) pages read
+        self.token = token  # the bearer token the one writing route (feedback) asks for, if set
 
     def con(self) -> sqlite3.Connection:
         return open_ro(self.db)
