@@ -52,6 +52,10 @@ VAR_RE2 = {n: r for n, _, r in MASKS} | {"NODE": r"[\w.-]+"}
 _MASK_TOKEN = re.compile(r"<(PCI|IP|HEX|NUM|NODE)>")
 
 
+class _Stopped(Exception):
+    """Raised from the extraction's progress callback to end a superseded reading."""
+
+
 @dataclass(frozen=True)
 class Unexplained:
     """One unexplained error line and where it comes from."""
@@ -74,20 +78,37 @@ def unexplained_in_job(engine: Any, job_dir: str | Path, _nodes: list[str] | Non
     """The unexplained error lines of one job directory (extraction only, no attribution);
     `_nodes`, when given, receives the job's allocated nodes."""
     jd = read_job_dir(job_dir)
-    engine = engine.with_options(repeat_cap=max(engine.options.repeat_cap, MINE_REPEAT_CAP))
     if _nodes is not None:
         _nodes.extend(jd.job.nodes)
+    return unexplained_in_observations(engine, jd.job, jd.observations)
+
+
+def unexplained_in_observations(engine: Any, job: Any, observations: Sequence[Any],
+                                stop: Any = None) -> list[Unexplained] | None:
+    """The unexplained error lines of some observations of one job (`JobInfo`): a job
+    directory's, or one log the editor holds (`rulekit_lsp`).  `stop`, when given, is
+    asked after each chunk extracted; when it returns true the reading ends and None
+    is returned (a superseded request: no partial answer)."""
+    engine = engine.with_options(repeat_cap=max(engine.options.repeat_cap, MINE_REPEAT_CAP))
     fb = fallback_rules(engine)
     if not fb:
         return []
-    with Session(engine, jd.job) as s:
-        s.ingest_batch(jd.observations)
+
+    def progress(_n: int) -> None:
+        if stop():
+            raise _Stopped
+
+    with Session(engine, job) as s:
+        try:
+            s.ingest_batch(observations, progress if stop is not None else None)
+        except _Stopped:
+            return None  # type: ignore[return-value]
         events = s.manager.stream(s.context_id).all()
     gone = {e.id for e, _ in explained_fallbacks(events, fb)}
     out = []
     for e in events:
         if e.rule in fb and e.id not in gone and e.datum:
-            out.append(Unexplained(jd.job.id, e.node, e.label or e.source, e.line_num, e.datum[:MAX_LINE],
+            out.append(Unexplained(job.id, e.node, e.label or e.source, e.line_num, e.datum[:MAX_LINE],
                                    e.fields.get("component"), e.fields.get("cue"), e.source))
     return out
 
