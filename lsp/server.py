@@ -44,6 +44,7 @@ class RulekitLanguageServer(LanguageServer):
         self.lens_refresh = False
         self.watch_files = False
         self.resolve_edit = False  # the client resolves a code action's edit (else: a command applies it)
+        self.can_create = False  # the client's workspace edits may create files
         self.logs: dict[str, LogDoc] = {}  # uri -> a job's log open in the editor (unexplained lines)
         self.drafts: dict[tuple, Any] = {}  # (line, source, node, corpus state) -> DraftResult
         self.stats: stats_mod.StoreStats | None = None  # rule statistics of the configured store
@@ -315,7 +316,7 @@ class RulekitLanguageServer(LanguageServer):
                 continue
             for target in [*targets, None]:
                 if target is None:
-                    if not corpus.folders:
+                    if not corpus.folders or not self.can_create:  # a new file needs the client's CreateFile
                         continue
                     where = self.rel(logs_mod.new_drafts_file(corpus.folders)) + " (new file)"
                 else:
@@ -473,6 +474,8 @@ def initialize(ls: RulekitLanguageServer, params: T.InitializeParams) -> None:
                           and ws_caps.did_change_watched_files.dynamic_registration)
     ca = params.capabilities.text_document.code_action if params.capabilities.text_document else None
     ls.resolve_edit = bool(ca and ca.resolve_support and "edit" in (ca.resolve_support.properties or []))
+    we = ws_caps.workspace_edit if ws_caps else None
+    ls.can_create = bool(we and T.ResourceOperationKind.Create in (we.resource_operations or []))
     ls.ws.configure(roots, ls.settings)
     ls.configure_stats()
 
