@@ -10,6 +10,7 @@ again for the same version.  No analysis lives here.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -21,8 +22,11 @@ from pygls.lsp.server import LanguageServer
 from rulekit_lsp import __version__, convert, memory
 from rulekit_lsp.features import TOKEN_MODIFIERS, TOKEN_TYPES, editing, hover, inlay, lens, navigation, symbols, tokens
 from rulekit_lsp.features import completion as completion_mod
-from rulekit_lsp.scheduling import Scheduler
+from rulekit_lsp.features import logs as logs_mod
+from rulekit_lsp.features import stats as stats_mod
+from rulekit_lsp.scheduling import Cancellable, Scheduler
 from rulekit_lsp.settings import Settings, parse_settings
+from rulekit.diagnostics import has_errors
 from rulekit_lsp.workspace import FOREGROUND, Corpus, Workspace, file_kind
 
 log = logging.getLogger("rulekit_lsp")
@@ -39,6 +43,12 @@ class RulekitLanguageServer(LanguageServer):
         self.published: dict[str, tuple] = {}
         self.lens_refresh = False
         self.watch_files = False
+        self.resolve_edit = False  # the client resolves a code action's edit (else: a command applies it)
+        self.can_create = False  # the client's workspace edits may create files
+        self.logs: dict[str, LogDoc] = {}  # uri -> a job's log open in the editor (unexplained lines)
+        self.drafts: dict[tuple, Any] = {}  # (line, source, node, corpus state) -> DraftResult
+        self.stats: stats_mod.StoreStats | None = None  # rule statistics of the configured store
+        self.stats_said: set[str] = set()  # store problems already shown (once each)
 
     # ---- helpers ------------------------------------------------------------------------
     def doc_text(self, uri: str) -> str:
@@ -70,6 +80,12 @@ class RulekitLanguageServer(LanguageServer):
         return Where(c, path, uri, text, line, col)
 
     def _apply_change(self, uri: str) -> None:
+        if uri in self.logs:
+            self.logs[uri].version = self.workspace.get_text_document(uri).version
+            self.spawn(self.read_log(uri))
+            if not self.jobs.pending("change"):
+                FOREGROUND.idle()
+            return
         try:
             path = convert.uri_to_path(uri)
             if path is None:
@@ -99,6 +115,8 @@ class RulekitLanguageServer(LanguageServer):
             self.spawn(self.probe_plugins(corpus))
         if corpus.initial_pending:
             return  # its plugins are still being probed: publishing now would show false RK203s
+        if self.logs:  # the corpus may have changed: its logs' readings are checked (and redone) soon
+            self.jobs.call_later(("logs",), LOGS_DELAY_S, lambda: [self.spawn(self.read_log(u)) for u in list(self.logs)])
         by_file = corpus.diagnostics_by_file()
         url = self.settings.code_docs_url
         for path, diags in by_file.items():
@@ -123,6 +141,9 @@ class RulekitLanguageServer(LanguageServer):
             self.jobs.cancel_corpus(c)
         self.ws.configure(roots, self.settings)
         self.published.clear()
+        self.configure_stats()
+        for doc in self.logs.values():
+            doc.key = None
         self.publish_all()
         by_file: dict[str, list] = {}
         for d in self.ws.project_problems:  # a bad rulekit.toml / [tool.rulekit]: on the file itself
@@ -236,6 +257,160 @@ class RulekitLanguageServer(LanguageServer):
 
         await self.jobs.coalesce(("lint", corpus), once)
 
+    # ---- a job's logs: unexplained error lines, drafts ---------------------------------------
+    async def read_log(self, uri: str) -> None:
+        """Read an open log again if its text or its corpus changed since its last reading
+        (in a worker thread, after any pending edit of a rule file, superseded by a newer
+        reading of the same log) and publish its RK640/RK641 diagnostics."""
+        doc = self.logs.get(uri)
+        if doc is None:
+            return
+        corpus = self.ws.corpus_near(doc.path)
+        if corpus.initial_pending:  # its plugins are being probed; their publish reads the log again
+            return
+        a = corpus.analyze()
+        cap, max_bytes = self.settings.unexplained_max, self.settings.log_max_mib << 20
+        key = (id(corpus), corpus.edit_generation, id(a), doc.version, cap, max_bytes)
+        if doc.key == key:
+            return
+        if not cap or has_errors(a.diagnostics):  # off, or a corpus that does not load: no reading of its own
+            doc.key, doc.reading = key, None
+            self.publish_log(doc, [])
+            return
+        text, version = self.doc_text(uri), doc.version
+        job = Cancellable()
+
+        def stop() -> bool:
+            FOREGROUND.checkpoint()  # an edit of a rule file is analysed first
+            return job.cancelled
+
+        def work():
+            return logs_mod.unexplained(a.engine(), doc.path, text, cap, max_bytes, stop)
+
+        try:
+            ran, got = await self.jobs.latest(("log", uri), job, work, lane=("logs",))
+        except Exception:  # noqa: BLE001
+            self.log_bug(f"reading {uri}")
+            return
+        if not ran or got is None or self.logs.get(uri) is not doc or doc.version != version:
+            return
+        doc.key, doc.reading = key, got
+        self.publish_log(doc, got.diagnostics)
+
+    def publish_log(self, doc: "LogDoc", diags: list) -> None:
+        self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(
+            uri=doc.uri, version=doc.version,
+            diagnostics=[convert.diagnostic(d, lambda p: self.doc_text(doc.uri) if p == doc.path else self.text_of(p),
+                                            self.settings.code_docs_url) for d in diags]))
+
+    def log_actions(self, doc: "LogDoc", params: T.CodeActionParams) -> list[T.CodeAction]:
+        """"Draft a rule from this line" on each RK640 in the request: one action per TOML
+        rule file of the corpus and one creating a new drafts file.  The draft itself is
+        made and checked when the action is resolved (`codeAction/resolve`, or the
+        `rulekit.draftRule` command for clients without resolve support)."""
+        corpus = self.ws.corpus_near(doc.path)
+        targets = logs_mod.target_files(corpus.folders, list(corpus.files))
+        out = []
+        for d in params.context.diagnostics:
+            if d.source != "rulekit" or str(d.code) != "RK640" or logs_mod.unexplained_of(d.data) is None:
+                continue
+            for target in [*targets, None]:
+                if target is None:
+                    if not corpus.folders or not self.can_create:  # a new file needs the client's CreateFile
+                        continue
+                    where = self.rel(logs_mod.new_drafts_file(corpus.folders)) + " (new file)"
+                else:
+                    where = self.rel(target)
+                arg = {"uri": doc.uri, "line": d.data, "target": target}
+                cmd = None if self.resolve_edit else T.Command(title="Draft a rule from this line", command=DRAFT_RULE,
+                                                               arguments=[arg])
+                out.append(T.CodeAction(title=f"Draft a rule from this line into {where}", kind=T.CodeActionKind.QuickFix,
+                                        diagnostics=[d], data=arg, command=cmd))
+        return out
+
+    def rel(self, path: str) -> str:
+        for r in self.ws.roots:
+            if path.startswith(r.rstrip(os.sep) + os.sep):
+                return os.path.relpath(path, r)
+        return path
+
+    async def draft_edit(self, arg: Any) -> tuple[T.WorkspaceEdit | None, str | None]:
+        """(the edit inserting a checked draft for the line `arg` names, or None; why not)."""
+        if not isinstance(arg, dict):
+            return None, "no line to draft from"
+        u = logs_mod.unexplained_of(arg.get("line"))
+        uri = arg.get("uri")
+        doc = self.logs.get(uri) if isinstance(uri, str) else None
+        if u is None:
+            return None, "no line to draft from"
+        corpus = self.ws.corpus_near(doc.path if doc else (self.ws.roots[0] if self.ws.roots else os.getcwd()))
+        target = arg.get("target")
+        if target is not None and (not isinstance(target, str) or target not in corpus.files):
+            return None, f"{target!r} is not a rule file of the corpus"
+        a = corpus.analyze()
+        if has_errors(a.diagnostics):
+            return None, "the rule corpus has errors; fix them first (a draft is checked against it)"
+        paths = [*corpus.context_folders, *corpus.folders]
+        key = (u.text, u.source, u.node, id(a))
+        got = self.drafts.get(key)
+        if got is None:
+            try:
+                got = await self.jobs.background(lambda: logs_mod.draft_for(u, a.engine(), paths))
+            except Exception:  # noqa: BLE001
+                self.log_bug("drafting a rule")
+                return None, "drafting failed (see the server log)"
+            self.drafts = {k: v for k, v in self.drafts.items() if k[3] == id(a)}  # older corpus states go
+            self.drafts[key] = got
+        if got.text is None:
+            return None, "no draft passed its checks: " + "; ".join(got.problems)
+        if target is None:
+            path = logs_mod.new_drafts_file(corpus.folders)
+            e = logs_mod.append_edit(path, None, got.text)
+            uri_t = convert.path_to_uri(path)
+            return T.WorkspaceEdit(document_changes=[
+                T.CreateFile(uri=uri_t, options=T.CreateFileOptions(ignore_if_exists=True)),
+                T.TextDocumentEdit(text_document=T.OptionalVersionedTextDocumentIdentifier(uri=uri_t, version=None),
+                                   edits=[convert.text_edit(e, "")])]), None
+        current = self.text_of(target) or ""
+        e = logs_mod.append_edit(target, current, got.text)
+        return T.WorkspaceEdit(changes={convert.path_to_uri(target): [convert.text_edit(e, current)]}), None
+
+    # ---- rule statistics from a result store -----------------------------------------------------
+    def configure_stats(self) -> None:
+        """The store the settings (else the project file) name, or none."""
+        from rulekit.diagnostics import RulekitError
+        from rulekit.rules.project import load_project
+
+        path = self.settings.store
+        if path and not os.path.isabs(path) and self.ws.roots:
+            path = os.path.join(self.ws.roots[0], path)
+        if not path and self.ws.roots:
+            try:
+                project = load_project(self.ws.roots[0])
+            except RulekitError:
+                project = None  # its problems are published on the project file
+            if project is not None and project.store is not None:
+                path = str(project.store)
+        if not path:
+            self.stats = None
+        elif self.stats is None or self.stats.path != path or self.stats.window_days != self.settings.stats_window_days:
+            self.stats = stats_mod.StoreStats(path, self.settings.stats_window_days)
+
+    async def current_stats(self) -> "stats_mod.StoreStats | None":
+        """The store's statistics, read again (off the event loop) when stale; a store that
+        cannot be read is shown once (RK642) and gives None."""
+        st = self.stats
+        if st is None:
+            return None
+        if not st.fresh():
+            await self.jobs.background(st.refresh)
+        if st.problem:
+            if st.problem not in self.stats_said:
+                self.stats_said.add(st.problem)
+                self.show(f"rulekit (RK642): no rule statistics: {st.problem}")
+            return None
+        return st
+
     def refresh_lenses(self) -> None:
         if self.lens_refresh:
             try:
@@ -260,6 +435,20 @@ class Where:
     col: int
 
 
+@dataclass
+class LogDoc:
+    """A job's log open in the editor and its last reading."""
+
+    uri: str
+    path: str
+    version: int | None
+    key: tuple | None = None  # (corpus, its analysis, version, bounds) of the last reading
+    reading: Any = None
+
+
+LOGS_DELAY_S = 0.5  # a corpus change waits this long (and for any newer one) before its logs are read again
+DRAFT_RULE = "rulekit.draftRule"
+
 server = RulekitLanguageServer()
 
 
@@ -283,7 +472,12 @@ def initialize(ls: RulekitLanguageServer, params: T.InitializeParams) -> None:
     ls.lens_refresh = bool(ws_caps and ws_caps.code_lens and ws_caps.code_lens.refresh_support)
     ls.watch_files = bool(ws_caps and ws_caps.did_change_watched_files
                           and ws_caps.did_change_watched_files.dynamic_registration)
+    ca = params.capabilities.text_document.code_action if params.capabilities.text_document else None
+    ls.resolve_edit = bool(ca and ca.resolve_support and "edit" in (ca.resolve_support.properties or []))
+    we = ws_caps.workspace_edit if ws_caps else None
+    ls.can_create = bool(we and T.ResourceOperationKind.Create in (we.resource_operations or []))
     ls.ws.configure(roots, ls.settings)
+    ls.configure_stats()
 
 
 @server.feature(T.INITIALIZED)
@@ -335,6 +529,9 @@ def did_open(ls: RulekitLanguageServer, params: T.DidOpenTextDocumentParams) -> 
     if c is not None:
         ls.publish(c, force=path)
         ls.after_edit(c, path)
+    elif logs_mod.is_job_log(path, td.language_id):
+        ls.logs[td.uri] = LogDoc(td.uri, path, td.version)
+        ls.spawn(ls.read_log(td.uri))
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -364,6 +561,10 @@ def did_close(ls: RulekitLanguageServer, params: T.DidCloseTextDocumentParams) -
     ls.jobs.cancel(("change", uri))
     if not ls.jobs.pending("change"):
         FOREGROUND.idle()
+    doc = ls.logs.pop(uri, None)
+    if doc is not None:  # its diagnostics go with it
+        ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        return
     if path is not None:
         ls.ws.close(path)
         c = ls.ws.corpus_for(path, create=False)
@@ -393,9 +594,19 @@ def did_change_watched_files(ls: RulekitLanguageServer, params: T.DidChangeWatch
 # ---- language features -----------------------------------------------------------------------
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
-def on_hover(ls: RulekitLanguageServer, params: T.HoverParams) -> T.Hover | None:
+async def on_hover(ls: RulekitLanguageServer, params: T.HoverParams) -> T.Hover | None:
     w = ls.where(params)
-    return convert.hover(hover.hover(w.corpus, w.path, w.line, w.col), w.text) if w else None
+    if w is None:
+        return None
+    h = hover.hover(w.corpus, w.path, w.line, w.col)
+    hit = w.corpus.occurrence_at(w.path, w.line, w.col) if h is not None and ls.stats is not None else None
+    if hit is not None and hit[0] == hover.RULE:
+        st = await ls.current_stats()
+        extra = stats_mod.markdown(st, hit[1].name) if st is not None else \
+            f"**in production**: unavailable — {ls.stats.problem}" if ls.stats and ls.stats.problem else None
+        if extra:
+            h = dataclasses.replace(h, markdown=h.markdown + "\n\n" + extra)
+    return convert.hover(h, w.text)
 
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
@@ -482,8 +693,12 @@ def on_formatting(ls: RulekitLanguageServer, params: T.DocumentFormattingParams)
 
 
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION,
-                T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, T.CodeActionKind.RefactorRewrite]))
+                T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix, T.CodeActionKind.RefactorRewrite],
+                                    resolve_provider=True))
 def on_code_action(ls: RulekitLanguageServer, params: T.CodeActionParams) -> list[T.CodeAction] | None:
+    doc = ls.logs.get(params.text_document.uri)
+    if doc is not None:
+        return ls.log_actions(doc, params) or None
     w = ls.where(params)
     if w is None:
         return None
@@ -493,12 +708,31 @@ def on_code_action(ls: RulekitLanguageServer, params: T.CodeActionParams) -> lis
             for a in editing.code_actions(w.corpus, w.path, span, only or None)]
 
 
+@server.feature(T.CODE_ACTION_RESOLVE)
+async def on_code_action_resolve(ls: RulekitLanguageServer, action: T.CodeAction) -> T.CodeAction:
+    """The draft of "Draft a rule from this line", made and checked now: the action's edit
+    (and no command), or, when no draft passed, no edit and a message saying why."""
+    if not (isinstance(action.data, dict) and "line" in action.data):
+        return action
+    edit, why = await ls.draft_edit(action.data)
+    if edit is None:
+        ls.show(f"rulekit: {why}")
+    return T.CodeAction(title=action.title, kind=action.kind, diagnostics=action.diagnostics, edit=edit,
+                        data=action.data)
+
+
 @server.feature(T.TEXT_DOCUMENT_CODE_LENS)
-def on_code_lens(ls: RulekitLanguageServer, params: T.CodeLensParams) -> list[T.CodeLens] | None:
+async def on_code_lens(ls: RulekitLanguageServer, params: T.CodeLensParams) -> list[T.CodeLens] | None:
     w = ls.where(params)
     if w is None:
         return None
-    return [convert.code_lens(x, w.text) for x in lens.code_lenses(w.corpus, w.path, w.uri)]
+    out = [convert.code_lens(x, w.text) for x in lens.code_lenses(w.corpus, w.path, w.uri)]
+    if ls.stats is not None:
+        st = await ls.current_stats()
+        st_file = w.corpus.files.get(w.path)
+        if st is not None and st_file is not None:
+            out += [convert.code_lens(x, w.text) for x in stats_mod.lenses(st, list(st_file.ruleset.rules), w.path)]
+    return out
 
 
 @server.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
@@ -564,6 +798,19 @@ async def cmd_run_all_tests(ls: RulekitLanguageServer, *args: Any) -> dict[str, 
             + (f", {total['failed']} failed" if total["failed"] else ""),
             T.MessageType.Info if not total["failed"] else T.MessageType.Warning)
     return total
+
+
+@server.command(DRAFT_RULE)
+async def cmd_draft_rule(ls: RulekitLanguageServer, *args: Any) -> dict[str, Any]:
+    """"Draft a rule from this line" for clients without `codeAction/resolve`: makes and
+    checks the draft, then asks the client to apply the edit (`workspace/applyEdit`)."""
+    arg = next((a for a in args if isinstance(a, dict) and "line" in a), None)
+    edit, why = await ls.draft_edit(arg)
+    if edit is None:
+        ls.show(f"rulekit: {why}")
+        return {"applied": False, "error": why}
+    got = await ls.workspace_apply_edit_async(T.ApplyWorkspaceEditParams(edit=edit, label="Draft a rule"))
+    return {"applied": bool(got and got.applied)}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -37,12 +37,23 @@ class Settings:
     # the bundled rules under each rule folder (None: the project file's `bundled`, else true);
     # false: a folder is a corpus of its own
     bundled: bool | None = None
+    # a job's log open in the editor: at most this many unexplained error lines get an RK640 (0: none)
+    unexplained_max: int = 200
+    # ... read up to this many MiB of the log (the rest is not read; an RK641 says so)
+    log_max_mib: int = 64
+    # a result store (`rulekit blueprint run --output sqlite:PATH`) for rule statistics in hover and
+    # code lens (relative to the workspace root; None: the project file's `store`, else none)
+    store: str | None = None
+    # the statistics' window: the last N days of the store (0: the whole store)
+    stats_window_days: int = 30
 
 
 _ALIASES = {  # camelCase (what editors send) -> field name
     "ruleFolders": "rule_folders", "debounceMs": "debounce_ms", "runTestsOnChange": "run_tests_on_change",
     "lint": "lint", "lintDelayMs": "lint_delay_ms", "sampleLog": "sample_log", "lintConfig": "lint_config", "exampleFolders": "example_folders",
     "codeDocsUrl": "code_docs_url", "pluginTimeoutMs": "plugin_timeout_ms", "bundled": "bundled",
+    "unexplainedMax": "unexplained_max", "logMaxMiB": "log_max_mib", "store": "store",
+    "statsWindowDays": "stats_window_days",
 }
 
 
@@ -87,7 +98,7 @@ def _convert(value: Any, default: Any, name: str) -> tuple[bool, Any]:
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return True, tuple(value)
         return False, f"expected a list of strings, got {value!r}"
-    if name in ("sample_log", "lint_config"):
+    if name in ("sample_log", "lint_config", "store"):
         if value is None or isinstance(value, str):
             return True, value or None
         return False, f"expected a path string, got {value!r}"

@@ -149,6 +149,13 @@ class Analysis:
     diagnostics: list[Diagnostic]
     rules: dict[str, object]
     texts: dict[str, str]
+    _engine: RuleEngine | None = None
+
+    def engine(self) -> RuleEngine:
+        """The engine over this analysis's rules (built once, on first use: it compiles the scan plans lazily)."""
+        if self._engine is None:
+            self._engine = RuleEngine(self.ruleset, self.registry)
+        return self._engine
 
 
 class Corpus:

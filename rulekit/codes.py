@@ -69,6 +69,8 @@ rank = 900
 blame = "node"
 '''
 _JOB_INPUT = "job input: `rulekit attribute` / `explain` report it on a job directory, not on rule files"
+_EDITOR = "the language server: it reports on a job's log open in the editor, not on a rule file"
+_STORE = "the language server: it reports on the result store its settings name, not on a rule file"
 _BLUEPRINT = "Blueprint configuration: `rulekit blueprint run --configs` reports it, not a rule check"
 
 _TABLE = [
@@ -750,6 +752,36 @@ from: a legitimate record is far below the limits."""),
        example='`jobs = "job.toml"` when the file is `jobs.toml`',
        not_from_rule_file=_BLUEPRINT,
        fix="correct the path (relative paths are relative to the config file)."),
+    # ---- RK64x: the rule author's loop in the editor ------------------------------
+    _c("RK640", "unexplained-error-line", "info", "A log line reads as an error and no rule of the corpus explains it.",
+       what="""marks, in a job's log open in the editor, each line the generic fallback keeps: it reads
+as an error (rulekit/data/error_lines.toml, the engine's `ErrorLine`) and no specific rule of the
+workspace corpus reads it.  The same lines `rulekit mine` lists; the message names the template the
+line reads as and the component the vocabulary gives it.""",
+       why="""a line no rule knows is attributed only as a low-confidence generic symptom; each one is a
+rule the corpus may be missing.  The code action "Draft a rule from this line" writes a checked draft.""",
+       example="`ERROR frobnicator lost quorum on shard 12 after 4 retries` in applog/train.log",
+       not_from_rule_file=_EDITOR,
+       fix="""draft a rule from the line (the code action), confirm the lines marked CONFIRM, or leave it:
+an unexplained line is information, not a fault."""),
+    _c("RK641", "unexplained-lines-capped", "info", "A log has more unexplained error lines than are shown, or more bytes than are read.",
+       what="""says, once per log, that the unexplained error lines shown stop at the cap
+(`unexplainedMax` lines) or that only the first `logMaxMiB` MiB of a large log were read.""",
+       why="""thousands of diagnostics make an editor slow and say nothing more than the first few;
+a very large log is read in bounded time.""",
+       example="`200 of 1532 unexplained error lines shown (unexplainedMax)`",
+       not_from_rule_file=_EDITOR,
+       fix="""run `rulekit mine JOB_DIR` for the whole log, ranked by template, or raise the setting."""),
+    _c("RK642", "rule-store-unreadable", "warning", "The result store named for rule statistics cannot be read.",
+       what="""reports, once, that the store the `store` setting (or the project file's `store`) names is
+missing, a folder, locked by a writer past the wait, not a rulekit result store, or too slow to
+answer within its time budget.  Hover and code lens then show no production statistics.""",
+       why="""statistics are an aid: a store that cannot be read must not stop the editor, but the
+author should know why the numbers are absent.""",
+       example="`/data/bp.db: no such result store`",
+       not_from_rule_file=_STORE,
+       fix="""point the setting at the file given to `rulekit blueprint run --output sqlite:PATH`, or
+clear it."""),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _TABLE}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rulekit.rules.corpus import RuleEngine
 from rulekit_lsp.features import InlayHint
 from rulekit_lsp.workspace import Corpus
 
@@ -24,11 +23,7 @@ def source_of(path: str) -> str:
 
 def matches(corpus: Corpus, path: str, text: str) -> dict[int, list[tuple[str, str | None]]]:
     """1-based line -> [(rule name, symptom)] for every extractor that matches the line."""
-    a = corpus.analyze()
-    engine = getattr(a, "_engine", None)
-    if engine is None:
-        engine = RuleEngine(a.ruleset, a.registry)
-        a._engine = engine  # type: ignore[attr-defined]
+    engine = corpus.analyze().engine()
     try:
         plan = engine.scan_plan(source_of(path), "text")
         data = text.encode("utf-8", "surrogatepass")  # a lone surrogate a client sent: its 3 bytes

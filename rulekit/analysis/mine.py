@@ -5,8 +5,8 @@ fallback accumulators (`AccumulatorRule.fallback`, the bundled `ErrorLine`, whic
 `rulekit.extract.errorline.reads_as_error`) hit it and no other rule reads it
 (`rulekit.engine.explained`): the same notion attribution uses, not a second one.
 From job directories the lines come from extraction (every such line, whatever the
-verdict; the engine's repeat cap raised to MINE_REPEAT_CAP lines per rule, symptom, node
-and component, since mining counts lines); from a result store they are the stored
+verdict; the engine's repeat and group caps raised to MINE_REPEAT_CAP lines per rule, symptom,
+node and component, since mining counts lines); from a result store they are the stored
 evidence rows of a fallback rule (`rulekit.blueprint.rulestats.unexplained_in_store`:
 only those kept in a verdict, under the store's caps: the store holds no whole logs).
 
@@ -29,8 +29,9 @@ from rulekit.inputs.jobdir import read_job_dir
 
 MAX_EXAMPLES = 5  # example lines kept per template (distinct masked forms first)
 MAX_LINE = 2000  # characters of a line kept (errorline reads no more)
-# events kept per (rule, symptom, node, captures) while mining: the engine's repeat cap (32)
-# keeps evidence small for a verdict, but mining counts lines, so it keeps more (bounded)
+# events kept per (rule, symptom, node, captures), and per (rule, symptom, node) whatever the
+# captures, while mining: the engine's repeat and group caps (32, 256) keep evidence small for a
+# verdict, but mining counts lines, so it keeps more (bounded)
 MINE_REPEAT_CAP = 5000
 
 # message prefixes dropped before clustering: launcher rank tags, timestamps, syslog headers
@@ -50,6 +51,10 @@ MASKS: tuple[tuple[str, str, str], ...] = (
 _MASK_RES = [(n, re.compile(p)) for n, p, _ in MASKS]
 VAR_RE2 = {n: r for n, _, r in MASKS} | {"NODE": r"[\w.-]+"}
 _MASK_TOKEN = re.compile(r"<(PCI|IP|HEX|NUM|NODE)>")
+
+
+class _Stopped(Exception):
+    """Raised from the extraction's progress callback to end a superseded reading."""
 
 
 @dataclass(frozen=True)
@@ -74,20 +79,38 @@ def unexplained_in_job(engine: Any, job_dir: str | Path, _nodes: list[str] | Non
     """The unexplained error lines of one job directory (extraction only, no attribution);
     `_nodes`, when given, receives the job's allocated nodes."""
     jd = read_job_dir(job_dir)
-    engine = engine.with_options(repeat_cap=max(engine.options.repeat_cap, MINE_REPEAT_CAP))
     if _nodes is not None:
         _nodes.extend(jd.job.nodes)
+    return unexplained_in_observations(engine, jd.job, jd.observations)
+
+
+def unexplained_in_observations(engine: Any, job: Any, observations: Sequence[Any],
+                                stop: Any = None) -> list[Unexplained] | None:
+    """The unexplained error lines of some observations of one job (`JobInfo`): a job
+    directory's, or one log the editor holds (`rulekit_lsp`).  `stop`, when given, is
+    asked after each chunk extracted; when it returns true the reading ends and None
+    is returned (a superseded request: no partial answer)."""
+    engine = engine.with_options(repeat_cap=max(engine.options.repeat_cap, MINE_REPEAT_CAP),
+                                 group_cap=max(engine.options.group_cap, MINE_REPEAT_CAP))
     fb = fallback_rules(engine)
     if not fb:
         return []
-    with Session(engine, jd.job) as s:
-        s.ingest_batch(jd.observations)
+
+    def progress(_n: int) -> None:
+        if stop():
+            raise _Stopped
+
+    with Session(engine, job) as s:
+        try:
+            s.ingest_batch(observations, progress if stop is not None else None)
+        except _Stopped:
+            return None  # type: ignore[return-value]
         events = s.manager.stream(s.context_id).all()
     gone = {e.id for e, _ in explained_fallbacks(events, fb)}
     out = []
     for e in events:
         if e.rule in fb and e.id not in gone and e.datum:
-            out.append(Unexplained(jd.job.id, e.node, e.label or e.source, e.line_num, e.datum[:MAX_LINE],
+            out.append(Unexplained(job.id, e.node, e.label or e.source, e.line_num, e.datum[:MAX_LINE],
                                    e.fields.get("component"), e.fields.get("cue"), e.source))
     return out
 
@@ -149,10 +172,11 @@ class Miner:
         self.by_id: dict[int, Template] = {}
         self.lines = 0
 
-    def add(self, u: Unexplained, nodes: Sequence[str] = ()) -> None:
+    def add(self, u: Unexplained, nodes: Sequence[str] = ()) -> Template | None:
+        """Cluster one line; its template (None for a line with no message)."""
         msg = message_of(u.text)
         if not msg:
-            return
+            return None
         masked = mask(msg, [*nodes, *([u.node] if u.node else [])])
         cluster, _ = self.drain.add_log_message(masked)
         t = self.by_id.setdefault(cluster.cluster_id, Template(cluster.cluster_id))
@@ -167,6 +191,7 @@ class Miner:
             t.variants[masked] = u
         if len(t.examples) < MAX_EXAMPLES and (u.job not in {e.job for e in t.examples} or len(t.examples) < 2):
             t.examples.append(u)
+        return t
 
     def templates(self) -> list[Template]:
         out = []

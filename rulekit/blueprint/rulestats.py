@@ -9,7 +9,8 @@ cause's rule.  Operator feedback (`record_feedback`) is a row per judgement with
 and when and the verdict it judged (root symptom, rule, bad nodes at the time), so a
 later re-attribution of the attempt neither loses it nor credits a new rule with it;
 a rule's precision counts the latest judgement of each attempt whose judged root
-cause came from that rule.  `unexplained_in_store` gives `rulekit mine --db` the fallback evidence rows.  Reads and
+cause came from that rule (the read-only query, `rule_stats`, is `rulekit.analysis.storestats`:
+the language server shows it too).  `unexplained_in_store` gives `rulekit mine --db` the fallback evidence rows.  Reads and
 writes the store only; no HTTP, no engine.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Sequence
 
 from rulekit.analysis.mine import MAX_LINE, Unexplained
 
-from rulekit.blueprint.store import window_sql
+from rulekit.analysis.storestats import rule_stats, window_sql  # noqa: F401 - the query lives below, for the language server too
 
 VERDICTS = ("confirmed", "wrong")
 
@@ -87,43 +88,6 @@ def feedback_of(con: sqlite3.Connection, key: str) -> list[dict[str, Any]]:
         d["nodes"], d["judged_nodes"] = json.loads(d["nodes"]), json.loads(d["judged_nodes"])
         out.append(d)
     return out
-
-
-def rule_stats(con: sqlite3.Connection, since: float | None = None, until: float | None = None,
-               rule: str | None = None) -> dict[str, Any]:
-    """{"attempts": attempts in the window, "rules": [per rule: fired, root, confirmed, wrong,
-    precision, symptoms]}, most-fired first."""
-    where, args = window_sql(since, until)
-    attempts = con.execute(f"SELECT count(*) FROM results r WHERE {where}", args).fetchone()[0]
-    rules: dict[str, dict[str, Any]] = {}
-
-    def entry(name: str) -> dict[str, Any]:
-        return rules.setdefault(name, {"rule": name, "fired": 0, "root": 0, "confirmed": 0, "wrong": 0,
-                                       "precision": None, "symptoms": []})
-
-    for name, fired, syms in con.execute(
-            "SELECT e.rule, count(DISTINCT e.key), group_concat(DISTINCT e.symptom) FROM evidence e "
-            f"JOIN results r ON r.key = e.key WHERE e.rule IS NOT NULL AND {where} GROUP BY e.rule", args):
-        d = entry(name)
-        d["fired"] = fired
-        d["symptoms"] = sorted(s for s in (syms or "").split(",") if s)
-    for name, n in con.execute(
-            "SELECT json_extract(r.result_json, '$.verdict.root_cause.rule') AS rr, count(*) FROM results r "
-            f"WHERE rr IS NOT NULL AND {where} GROUP BY rr", args):
-        entry(name)["root"] = n
-    # the latest judgement of each attempt, credited to the rule whose verdict it judged
-    for name, verdict, n in con.execute(
-            "SELECT f.judged_rule, f.verdict, count(*) FROM feedback f JOIN results r ON r.key = f.key "
-            "WHERE f.id = (SELECT max(g.id) FROM feedback g WHERE g.key = f.key) AND f.judged_rule IS NOT NULL "
-            f"AND {where} GROUP BY f.judged_rule, f.verdict", args):
-        entry(name)[verdict] = n
-    for d in rules.values():
-        judged = d["confirmed"] + d["wrong"]
-        d["precision"] = round(d["confirmed"] / judged, 3) if judged else None
-    out = sorted(rules.values(), key=lambda d: (-d["fired"], -d["root"], d["rule"]))
-    if rule is not None:
-        out = [d for d in out if d["rule"] == rule]
-    return {"attempts": attempts, "since": since, "until": until, "rules": out}
 
 
 def unexplained_in_store(con: Any, fallbacks: Iterable[str], since: float | None = None,

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rulekit.analysis.storestats import window_sql  # noqa: F401 - shared with the read-only stats query
 from rulekit.blueprint.components import components
 
 MIGRATIONS: list[str] = [
@@ -89,18 +90,6 @@ def _ts(v: str | None) -> float | None:
         return datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-
-
-def window_sql(since: float | None, until: float | None, alias: str = "r") -> tuple[str, list[Any]]:
-    """(SQL condition, its arguments) for results ending in [since, until] (`alias`: the results table)."""
-    where, args = [], []
-    if since is not None:
-        where.append(f"{alias}.end_ts >= ?")
-        args.append(since)
-    if until is not None:
-        where.append(f"{alias}.end_ts <= ?")
-        args.append(until)
-    return (" AND ".join(where) or "1"), args
 
 
 def open_db(path: str | Path, upto: int = VERSION) -> sqlite3.Connection:

@@ -8,6 +8,7 @@ table does not count):
     rules = ["rules"]           # rule folders or files, relative to the file
     bundled = true              # the bundled corpus underneath (false: only these)
     examples = ["examples"]     # example job folders `rulekit test` and `lint` run
+    store = "results.db"        # a result store the language server reads rule statistics from
     [lint]                      # analysis thresholds: the tables of analysis/defaults.toml
     [coverage]
 
@@ -32,7 +33,7 @@ from rulekit.rules.records import dataclass
 
 PROJECT_FILE = "rulekit.toml"
 PYPROJECT = "pyproject.toml"
-KEYS = ("rules", "bundled", "examples")
+KEYS = ("rules", "bundled", "examples", "store")
 ANALYSIS_TABLES = ("lint", "coverage")  # validated by rulekit.analysis.settings
 
 
@@ -45,6 +46,7 @@ class Project:
     bundled: bool | None = None  # None: not said (the bundled corpus is loaded)
     examples: tuple[Path, ...] = ()
     analysis: Mapping[str, Any] | None = None  # the [lint] / [coverage] tables as written
+    store: Path | None = None  # a result store (read-only: rule statistics in the editor)
 
     @property
     def root(self) -> Path:
@@ -147,13 +149,18 @@ def read_project(file: str | Path) -> Project:
     if bundled is not None and not isinstance(bundled, bool):
         err(f"`bundled` in {what} must be true or false", "bundled")
         bundled = None
+    store = table.get("store")
+    if store is not None and (not isinstance(store, str) or not store.strip()):
+        err(f"`store` in {what} must be the path of a result store", "store")
+        store = None
     analysis = {t: table[t] for t in ANALYSIS_TABLES if t in table}
     for t, v in analysis.items():
         if not isinstance(v, dict):
             err(f"`{t}` in {what} must be a table `[{prefix}{t}]`", t)
     if diags:
         raise RulekitError(sorted(diags, key=Diagnostic.sort_key))
-    return Project(path, rules, bundled, examples, analysis or None)
+    return Project(path, rules, bundled, examples, analysis or None,
+                   (path.parent / store).resolve() if isinstance(store, str) else None)
 
 
 def load_project(start: str | Path | None = None) -> Project | None:

@@ -5,7 +5,26 @@ names and keys.  Pure; knows nothing of rules.
 """
 from __future__ import annotations
 
+from collections import Counter
+from functools import lru_cache
 from typing import Iterable
+
+
+@lru_cache(maxsize=16384)
+def _letters(s: str) -> tuple[frozenset, Counter]:
+    return frozenset(s), Counter(s)
+
+
+def bag_bound(a: str, b: str, limit: int) -> int:
+    """A lower bound of `distance(a, b)` from the letters alone (each edit adds, removes or
+    changes at most one letter of each word's multiset; a swap changes none): first the
+    letters one word has and the other lacks, then, when that is not above `limit`, the
+    multisets' difference."""
+    (sa, ba), (sb, bb) = _letters(a), _letters(b)
+    d = max(len(sa - sb), len(sb - sa))
+    if d > limit:
+        return d
+    return max(sum((ba - bb).values()), sum((bb - ba).values()))
 
 
 def distance(a: str, b: str, limit: int | None = None) -> int:
@@ -44,7 +63,10 @@ def closest(word: str, candidates: Iterable[str], most: int = 3) -> list[str]:
     for c in dict.fromkeys(candidates):
         if c == word:
             continue
-        d = distance(low, c.lower(), best_d)
+        cl = c.lower()
+        if abs(len(cl) - len(low)) > best_d or bag_bound(low, cl, best_d) > best_d:
+            continue  # cannot be nearer than the best so far (the exact distance costs |a|*|b|)
+        d = distance(low, cl, best_d)
         if d < best_d:
             best, best_d = [c], d
         elif d == best_d and d <= limit:
