@@ -1,8 +1,8 @@
 """Flight-recorder dumps at scale: rulekit against plain `pickle.loads` and PyTorch's own
 `fr_trace` on the same dumps, in the same run.
 
-Writes RANKS dumps of ENTRIES entries each under bench/.data/fr/ (kept between runs
-with the same parameters): PyTorch's layout (tuple `process_group`, three frames,
+Writes RANKS dumps of ENTRIES entries each under bench/.data/fr-RANKSxENTRIES/ (kept
+between runs with the same parameters): PyTorch's layout (tuple `process_group`, three frames,
 sizes, dtypes, retired entries), tensor-parallel groups of 8 and data-parallel
 groups across them, every step an all_reduce on each; rank HUNG (default: the
 middle one) stops before its last tensor-parallel all_reduce, so its group waits
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / ".data" / "fr"
+DATA_ROOT = HERE / ".data"
 TP = 8
 
 
@@ -83,6 +83,7 @@ def dump(rank: int, ranks: int, entries: int, hung: int) -> dict:
 
 
 def write(ranks: int, entries: int, hung: int) -> Path:
+    DATA = DATA_ROOT / f"fr-{ranks}x{entries}"
     stamp = DATA / "params.json"
     params = {"ranks": ranks, "entries": entries, "hung": hung, "layout": 2}
     if stamp.exists() and json.loads(stamp.read_text()) == params:
@@ -193,7 +194,7 @@ def main() -> None:
         rows.append(("PyTorch fr_trace (torch " + torch.__version__ + ")", wall, cpu, rss, ""))
     rulekit = str(Path(sys.executable).with_name("rulekit"))
     wall, cpu, rss, out = measure([rulekit, "attribute", str(job), "--format", "json"])
-    res = json.loads(out)
+    res = json.loads(out)[0]  # `--format json` prints a list of results (one job here)
     fr = res["collectors"]["flight_recorder"]
     assert fr["culprit_ranks"] == [hung], fr["culprit_ranks"]
     assert fr["dumps"] == args.ranks, fr["dumps"]

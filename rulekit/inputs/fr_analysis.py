@@ -51,7 +51,7 @@ from itertools import compress
 from typing import Any, Iterable, Mapping
 
 from rulekit.rules.records import dataclass
-from rulekit.inputs.flight_recorder import COMPLETED, STARTED, FRDump, sig_values
+from rulekit.inputs.flight_recorder import COMPLETED, STARTED, FRDump, group_mask, sig_values
 
 # progress levels at the stuck sequence id, least first
 NO_DUMP, NOT_REACHED, SCHEDULED, STARTED_L, COMPLETED_L = range(5)
@@ -536,7 +536,7 @@ def _stuck_p2p(g: _Group, dumps: Mapping[int, FRDump]) -> tuple[list[StuckCollec
 def _sigs_by_seq(d: FRDump, gi: int) -> dict[int, bytes]:
     """seq -> signature blob of the rank's (last) entry of each collective of group index gi."""
     if d.coll:
-        mask = bytes(map((gi + 1).__eq__, d.coll))
+        mask = group_mask(d.coll, gi)
     else:
         mask = bytes(g == gi and not p for g, p in zip(d.pg, d.p2p))
     return dict(zip(compress(d.seq, mask), map(d.sigs.__getitem__, compress(d.sig, mask))))
