@@ -178,7 +178,7 @@ def main() -> None:
     files = sorted((job / "fr").iterdir())
     mb = sum(p.stat().st_size for p in files) / 2**20
     print(f"{args.ranks} dumps x {args.entries} entries, {mb:.1f} MiB of pickles (written in {made:.1f} s); "
-          f"rank {hung} hung")
+          f"rank {hung} hung; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
     rows = []
     wall, cpu, rss, out = measure([sys.executable, "-c", LOADS, str(job / "fr")])
     rows.append(("pickle.loads of every dump (unsafe floor)", wall, cpu, rss, f"{int(out)} entries"))
@@ -200,6 +200,7 @@ def main() -> None:
     assert fr["dumps"] == args.ranks, fr["dumps"]
     rows.append(("rulekit attribute (read, analyse, report)", wall, cpu, rss,
                  f"culprits {fr['culprit_ranks']}, outcome {res['outcome']}, limits_hit {res.get('limits_hit', [])}"))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the machine when it is above 0)")
     base, base_cpu = rows[0][1], rows[0][2]
     print(f"{'':46s} {'wall s':>7s} {'x loads':>8s} {'CPU s':>7s} {'x loads':>8s} {'peak RSS':>10s} {'x dump bytes':>13s}")
     for name, wall, cpu, rss, note in rows:
