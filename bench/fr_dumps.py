@@ -1,8 +1,8 @@
 """Flight-recorder dumps at scale: rulekit against plain `pickle.loads` and PyTorch's own
 `fr_trace` on the same dumps, in the same run.
 
-Writes RANKS dumps of ENTRIES entries each under bench/.data/fr/ (kept between runs
-with the same parameters): PyTorch's layout (tuple `process_group`, three frames,
+Writes RANKS dumps of ENTRIES entries each under bench/.data/fr-RANKSxENTRIES/ (kept
+between runs with the same parameters): PyTorch's layout (tuple `process_group`, three frames,
 sizes, dtypes, retired entries), tensor-parallel groups of 8 and data-parallel
 groups across them, every step an all_reduce on each; rank HUNG (default: the
 middle one) stops before its last tensor-parallel all_reduce, so its group waits
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / ".data" / "fr"
+DATA_ROOT = HERE / ".data"
 TP = 8
 
 
@@ -83,6 +83,7 @@ def dump(rank: int, ranks: int, entries: int, hung: int) -> dict:
 
 
 def write(ranks: int, entries: int, hung: int) -> Path:
+    DATA = DATA_ROOT / f"fr-{ranks}x{entries}"
     stamp = DATA / "params.json"
     params = {"ranks": ranks, "entries": entries, "hung": hung, "layout": 2}
     if stamp.exists() and json.loads(stamp.read_text()) == params:
@@ -177,7 +178,7 @@ def main() -> None:
     files = sorted((job / "fr").iterdir())
     mb = sum(p.stat().st_size for p in files) / 2**20
     print(f"{args.ranks} dumps x {args.entries} entries, {mb:.1f} MiB of pickles (written in {made:.1f} s); "
-          f"rank {hung} hung")
+          f"rank {hung} hung; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
     rows = []
     wall, cpu, rss, out = measure([sys.executable, "-c", LOADS, str(job / "fr")])
     rows.append(("pickle.loads of every dump (unsafe floor)", wall, cpu, rss, f"{int(out)} entries"))
@@ -193,12 +194,13 @@ def main() -> None:
         rows.append(("PyTorch fr_trace (torch " + torch.__version__ + ")", wall, cpu, rss, ""))
     rulekit = str(Path(sys.executable).with_name("rulekit"))
     wall, cpu, rss, out = measure([rulekit, "attribute", str(job), "--format", "json"])
-    res = json.loads(out)
+    res = json.loads(out)[0]  # `--format json` prints a list of results (one job here)
     fr = res["collectors"]["flight_recorder"]
     assert fr["culprit_ranks"] == [hung], fr["culprit_ranks"]
     assert fr["dumps"] == args.ranks, fr["dumps"]
     rows.append(("rulekit attribute (read, analyse, report)", wall, cpu, rss,
                  f"culprits {fr['culprit_ranks']}, outcome {res['outcome']}, limits_hit {res.get('limits_hit', [])}"))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (other processes share the machine when it is above 0)")
     base, base_cpu = rows[0][1], rows[0][2]
     print(f"{'':46s} {'wall s':>7s} {'x loads':>8s} {'CPU s':>7s} {'x loads':>8s} {'peak RSS':>10s} {'x dump bytes':>13s}")
     for name, wall, cpu, rss, note in rows:

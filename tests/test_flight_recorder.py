@@ -141,6 +141,52 @@ def test_bombs_and_bad_json_are_bounded_errors():
         parse_dump_json({"entries": {"a": 1}}, "w")
 
 
+def test_a_deeply_nested_process_group_is_read_without_crashing_the_reader():
+    """A million-deep tuple where `process_group` belongs: hashing it recurses in C (a
+    crash, not an exception), so the reader checks its shape before anything is hashed.
+    Run in a fresh interpreter: a regression kills that one, not the test run."""
+    import subprocess
+    import sys
+
+    script = """
+import pickle
+from rulekit.inputs.flight_recorder import parse_dump_bytes
+e = {"collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "state": "completed", "process_group": "PH"}
+ok = {"collective_seq_id": 2, "profiling_name": "nccl:all_reduce", "state": "completed", "process_group": ("0", "")}
+data = pickle.dumps({"entries": [e, ok]}, 2)
+data = data.replace(b"X\\x02\\x00\\x00\\x00PH", b")" + b"\\x85" * 1_000_000)
+d = parse_dump_bytes(data, "deep")
+print(len(d), d.groups[d.pg[1]])
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2", "('0',", "'')"]
+
+
+def test_equal_signatures_are_equal_bytes_whatever_the_dump_shares():
+    """Ranks are compared by their signature bytes: a dump whose entries share one sizes
+    list (a pickle's memo) and one that copies it, in tuples or lists, pickled or JSON,
+    give the same bytes for the same op, sizes and dtypes, so no collective looks
+    different on one rank for how its dump was written."""
+    d = Sim(world=2, tp=2, steps=4).dumps()[0]
+    shared = [1048576]
+    a = json.loads(json.dumps(d))
+    b = json.loads(json.dumps(d))
+    for e in a["entries"]:
+        e["input_sizes"] = [shared]
+        e["output_sizes"] = [shared]
+    for e in b["entries"]:
+        e["input_sizes"] = ([1048576],)
+        e["output_sizes"] = [(1048576,)]
+        e["input_dtypes"] = tuple(e["input_dtypes"])
+    got = [parse_dump_json(x, "w", 0) for x in (a, b)]
+    got.append(parse_dump_bytes(pickle.dumps(a, protocol=2), "p", 0))
+    got.append(parse_dump_bytes(json.dumps(b).encode(), "j", 0))
+    blobs = [[x.sigs[x.sig[i]] for i in range(len(x))] for x in got]
+    assert all(bl == blobs[0] for bl in blobs[1:])
+    assert not got[0].problems and len(set(blobs[0])) == len(got[0].sigs)
+
+
 def test_scanner_agrees_with_pickletools_on_every_generated_dump():
     """The fast opcode walk accepts what pickletools parses (protocols 0-5) and stops where it stops."""
     import pickletools

@@ -36,8 +36,9 @@ import marshal
 import re
 from array import array
 from dataclasses import field
-from itertools import chain, compress, count
-from operator import itemgetter, methodcaller
+from collections import Counter
+from itertools import chain, compress, groupby
+from operator import itemgetter, methodcaller, mul
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -161,7 +162,10 @@ def _plain_texts(v: Any) -> list[str]:
 
 
 def signature_blob(name: str, ins: Any, outs: Any, idt: Any, odt: Any) -> bytes:
-    return marshal.dumps((name, _plain_sizes(ins), _plain_sizes(outs), _plain_texts(idt), _plain_texts(odt)))
+    """The one encoding of a signature, equal bytes for equal values whatever read them:
+    marshal version 2 writes no references and no interning marks (later versions'
+    bytes depend on how many references an object has)."""
+    return marshal.dumps((name, _plain_sizes(ins), _plain_sizes(outs), _plain_texts(idt), _plain_texts(odt)), 2)
 
 
 # ---- values of untrusted types -----------------------------------------------------------------
@@ -335,43 +339,86 @@ def _fill_from_entries(d: FRDump, raw_entries: list, budget: _Budget) -> list[in
 
 # ---- all entries at once (the usual shape) ---------------------------------------------------------
 
-# the keys every entry is read for (in one C-speed pass); the others only of pending and last entries
-_KEYS = ("collective_seq_id", "profiling_name", "state", "process_group", "is_p2p", "input_sizes", "output_sizes",
-         "input_dtypes", "output_dtypes")
-_GET = [itemgetter(k) for k in _KEYS]
-_RETIRED = {True: COMPLETED, False: 0, None: 0}
+# each key read from every entry in one C-speed pass; the others only of pending and last entries
+_SEQ, _STATE, _PG, _P2P, _NAME = (itemgetter(k) for k in ("collective_seq_id", "state", "process_group", "is_p2p",
+                                                         "profiling_name"))
+_SIG_KEYS = ("profiling_name", "input_sizes", "output_sizes", "input_dtypes", "output_dtypes")
+_SIG = itemgetter(*_SIG_KEYS)
+_NOT_COMPLETED = re.compile(b"[^%c]" % COMPLETED)
+MAX_SIG_BYTES = 64 << 20  # an entry's op, sizes and dtypes marshal into ~100 bytes; a dump's, at most this
 
 
-def _size_lists(vals: list, budget: _Budget) -> Any:
-    """input/output sizes: each a list (or tuple) of lists of ints, or None; None if not."""
-    kinds = set(map(type, vals))
-    if not kinds <= {list, tuple, _NONE}:
-        return None
-    inner = list(chain.from_iterable(filter(None, vals) if _NONE in kinds else vals))
-    budget.spend(len(inner), "entries")
-    inner_kinds = set(map(type, inner))
-    if not inner_kinds <= {list, tuple}:
-        return None
-    budget.spend(sum(map(len, inner)), "entries")  # before the leaves are gathered: a shared list is a bomb
-    leaves = list(chain.from_iterable(inner))
-    if not set(map(type, leaves)) <= {int}:
-        return None
-    if _NONE in kinds or tuple in kinds or tuple in inner_kinds:
-        return [_plain_sizes(v) for v in vals]
-    return vals
+def _column(raw: list, get: itemgetter, key: str) -> list:
+    try:
+        return list(map(get, raw))
+    except KeyError:  # an older dump without this key in some entry
+        return list(map(methodcaller("get", key), raw))
 
 
-def _text_lists(vals: list, budget: _Budget) -> Any:
-    kinds = set(map(type, vals))
-    if not kinds <= {list, tuple, _NONE}:
+def _signature_ids(raw: list, budget: _Budget) -> tuple[array, dict[int, bytes]] | None:
+    """Each entry's signature id and the signatures by id (`signature_blob`), or None when
+    one is not the usual shape.  The entries' (op, sizes, dtypes) are marshalled as they
+    are, in one pass: equal values give equal bytes (the encoding may differ between
+    equal values, which only costs a second look), so each *distinct* one is checked and
+    encoded once, and the values it holds are spent from the budget once per entry that
+    has it (a list the memo shares across entries is counted each time, as if copied)."""
+    try:
+        rows = list(map(_SIG, raw))
+    except KeyError:  # an older dump without sizes or dtypes in some entry
+        rows = [tuple(map(e.get, _SIG_KEYS)) for e in raw]
+    ids: dict[bytes, int] = {}
+    raw_ids = array("q")
+    put, dumps, total = raw_ids.append, marshal.dumps, 0
+    try:
+        for n, b in enumerate(map(dumps, rows)):  # marshal's own references keep a shared list small
+            total += len(b)
+            if total > MAX_SIG_BYTES:
+                return None
+            put(ids.setdefault(b, n))
+    except ValueError:  # nested too deeply, or a value marshal cannot write
         return None
-    inner = list(chain.from_iterable(filter(None, vals) if _NONE in kinds else vals))
-    budget.spend(len(inner), "entries")
-    if not set(map(type, inner)) <= {str} or "" in inner:
+    sigs: dict[int, bytes] = {}
+    canonical: dict[bytes, int] = {}
+    remap: dict[int, int] = {}
+    uses = Counter(raw_ids)
+    for b, k in ids.items():
+        got = _checked_signature(marshal.loads(b), budget, uses[k])
+        if got is None:
+            return None
+        remap[k] = canonical.setdefault(got, k)
+        sigs.setdefault(remap[k], got)
+    if any(k != v for k, v in remap.items()):
+        raw_ids = array("q", map(remap.__getitem__, raw_ids))
+    return raw_ids, sigs
+
+
+def _checked_signature(v: tuple, budget: _Budget, uses: int) -> bytes | None:
+    """The canonical blob of one distinct (op, sizes, dtypes), its values spent `uses`
+    times; None when it is not a name, lists of lists of ints and lists of texts."""
+    name, ins, outs, idt, odt = v
+    if type(name) is not str or not name:
         return None
-    if _NONE in kinds or tuple in kinds:
-        return [_plain_texts(v) for v in vals]
-    return vals
+    seen = 0
+    for s in (ins, outs):
+        if s is None:
+            continue
+        if type(s) not in (list, tuple) or not set(map(type, s)) <= {list, tuple}:
+            return None
+        seen += len(s) + sum(map(len, s))
+    for t in (idt, odt):
+        if t is None:
+            continue
+        if type(t) not in (list, tuple):
+            return None
+        seen += len(t)
+    budget.spend(seen * uses, "entries")  # before the leaves are looked at: a shared list is a bomb
+    for s in (ins, outs):
+        if s and not set(map(type, chain.from_iterable(s))) <= {int}:
+            return None
+    for t in (idt, odt):
+        if t and (not set(map(type, t)) <= {str} or "" in t):
+            return None
+    return signature_blob(name, ins, outs, idt, odt)
 
 
 def _columns_fast(d: FRDump, raw: list, budget: _Budget) -> bool:
@@ -382,47 +429,42 @@ def _columns_fast(d: FRDump, raw: list, budget: _Budget) -> bool:
     if set(map(type, raw)) != {dict}:
         return False
     budget.spend(len(raw), "entries")
-    cols = []
-    for key, get in zip(_KEYS, _GET):
-        try:
-            cols.append(list(map(get, raw)))
-        except KeyError:  # an older dump without this key in some entry
-            cols.append(list(map(methodcaller("get", key), raw)))
-    seq, names, states, pgs, is_p2p, ins, outs, idt, odt = cols
-    if set(map(type, seq)) != {int} or set(map(type, names)) != {str} or "" in names:
-        return False
     try:
-        codes = bytes(map(_STATE_CODE.__getitem__, states))
-    except (KeyError, TypeError):
+        seq, states, pgs = list(map(_SEQ, raw)), list(map(_STATE, raw)), list(map(_PG, raw))
+    except KeyError:
         return False
-    if set(map(type, pgs)) - {tuple, list}:
-        return False
-    try:
-        keys = list(map(tuple, pgs))
-        order = dict.fromkeys(keys)
-    except TypeError:
-        return False
-    groups: dict[tuple[str, str], int] = {}
-    index: dict[tuple, int] = {}
-    for k in order:
-        if not k or not all(type(x) is str for x in k[:2]):
-            return False
-        index[k] = groups.setdefault((k[0], k[1] if len(k) > 1 else ""), len(groups))
-    kinds = set(map(type, is_p2p))
-    if not kinds <= {bool, _NONE}:
-        return False
-    if _NONE in kinds:
-        is_p2p = [_is_p2p_name(n) if v is None else v for v, n in zip(is_p2p, names)]
-    sizes = (_size_lists(ins, budget), _size_lists(outs, budget))
-    texts = (_text_lists(idt, budget), _text_lists(odt, budget))
-    if None in sizes or None in texts:
+    if set(map(type, seq)) != {int}:
         return False
     try:
         seqs = array("q", seq)
-    except OverflowError:
+        codes = bytes(map(_STATE_CODE.__getitem__, states))
+    except (OverflowError, KeyError, TypeError):
+        return False
+    # process_group: (name, desc) or (name,) of texts, checked before anything is hashed
+    kinds = set(map(type, pgs))
+    if not kinds <= {tuple, list} or not set(map(len, pgs)) <= {1, 2} \
+            or set(map(type, chain.from_iterable(pgs))) != {str}:
+        return False
+    firsts: dict[tuple, int] = {}  # process_group -> its first entry's index
+    first = list(map(firsts.setdefault, pgs if kinds == {tuple} else map(tuple, pgs), range(len(pgs))))
+    groups: dict[tuple[str, str], int] = {}
+    remap = {i: groups.setdefault((k[0], k[1] if len(k) > 1 else ""), len(groups)) for k, i in firsts.items()}
+    pg = array("B", bytes(map(remap.__getitem__, first))) if len(groups) < 255 else \
+        array("q", map(remap.__getitem__, first))
+    is_p2p = _column(raw, _P2P, "is_p2p")
+    kinds = set(map(type, is_p2p))
+    if not kinds <= {bool, _NONE}:
+        return False
+    if _NONE in kinds:  # an older dump: told by the op's name
+        names = _column(raw, _NAME, "profiling_name")
+        if set(map(type, names)) != {str}:
+            return False
+        is_p2p = [_is_p2p_name(n) if v is None else v for v, n in zip(is_p2p, names)]
+    got = _signature_ids(raw, budget)
+    if got is None:
         return False
     # pending entries: not completed, unless retired
-    pend = list(compress(range(len(codes)), map(COMPLETED.__ne__, codes)))
+    pend = [m.start() for m in _NOT_COMPLETED.finditer(codes)]
     if pend:
         retired = [raw[i].get("retired") for i in pend]
         if not set(map(type, retired)) <= {bool, _NONE}:
@@ -434,13 +476,10 @@ def _columns_fast(d: FRDump, raw: list, budget: _Budget) -> bool:
                     fixed[i] = COMPLETED
             codes = bytes(fixed)
             pend = [i for i, r in zip(pend, retired) if r is not True]
-    blobs = list(map(marshal.dumps, zip(names, sizes[0], sizes[1], texts[0], texts[1])))
-    ids: dict[bytes, int] = {}
     d.groups = list(groups)
-    d.pg = array("q", map(index.__getitem__, keys))
+    d.pg = pg
     d.seq = seqs
-    d.sig = array("q", map(ids.setdefault, blobs, count()))
-    d.sigs = {v: k for k, v in ids.items()}
+    d.sig, d.sigs = got
     d.state, d.p2p = codes, bytes(is_p2p)
     for i in pend:
         e, _ = _entry(raw[i], i, budget)
@@ -454,13 +493,8 @@ def _header_from_entries(d: FRDump, raw: list, kept: list[int]) -> None:
     if not kept:
         return
     pgb = d.pg
-    firsts = {}
-    for k, g in enumerate(pgb):
-        if g not in firsts:
-            firsts[g] = k
-            if len(firsts) == len(d.groups):
-                break
-    look = sorted({*firsts.values(), *d.pending, *range(max(0, len(kept) - LAST_TIMES), len(kept))})
+    firsts = [pgb.index(g) for g in range(len(d.groups))]  # every group has an entry
+    look = sorted({*firsts, *d.pending, *range(max(0, len(kept) - LAST_TIMES), len(kept))})
     times: list[int] = []
     timeout = None
     for k in look:
@@ -478,47 +512,56 @@ def _header_from_entries(d: FRDump, raw: list, kept: list[int]) -> None:
     d.timeout_ms = timeout
 
 
+_PLUS1 = bytes(range(1, 256)) + b"\x00"
+
+
+def group_mask(coll: bytes, g: int) -> bytes:
+    """Per entry 1 where `coll` (`FRDump.coll`) holds a collective of group index g, else 0 (C speed)."""
+    return coll.translate(bytes(g + 1) + b"\x01" + bytes(254 - g))
+
+
 def _progress(d: FRDump) -> None:
     """Per process group: the oldest collective kept, the last completed, started and
     enqueued.  From the entries: a group's collectives run in order on its stream, so
     everything before its first pending entry completed (and so did what the ring
     buffer dropped, older than its oldest entry); then `pg_status` through the local pg
-    ids, which may know more."""
-    kind = bytes(g + 1 if not p else 0 for g, p in zip(d.pg, d.p2p)) if len(d.groups) < 255 else None
-    d.coll = kind or b""
+    ids, which may know more.  Also `coll` and `runs` (one pass per group, at C speed)."""
+    n_groups = len(d.groups)
+    if n_groups < 255:  # group index + 1 of each collective, 0 of each p2p op
+        kind = (d.pg.tobytes() if d.pg.typecode == "B" else bytes(iter(d.pg))).translate(_PLUS1)
+        if 1 in d.p2p:
+            kind = bytes(map(mul, kind, map((1).__xor__, d.p2p)))
+        d.coll = kind
     out: dict[str, list[int]] = {}
     pend_by_group: dict[int, list[int]] = {}
     for i in sorted(d.pending):
         if not d.p2p[i]:
             pend_by_group.setdefault(d.pg[i], []).append(i)
-    for g, (name, _) in enumerate(d.groups):
-        if kind is not None:
-            first, last = kind.find(g + 1), kind.rfind(g + 1)
-            if first < 0:
-                continue
-            seqs = [d.seq[first], d.seq[last]]
-            oldest = min(seqs[0], min((d.seq[i] for i in pend_by_group.get(g, ())), default=seqs[0]))
-            enq = max(seqs[1], seqs[0])
-        else:
-            mine = [s for s, gg, p in zip(d.seq, d.pg, d.p2p) if gg == g and not p]
-            if not mine:
-                continue
-            oldest, enq = min(mine), max(mine)
+    if d.coll:
+        present = [g for g in range(n_groups) if g + 1 in d.coll]
+        masks = {g: group_mask(d.coll, g) for g in present}
+        seqs_of = {g: array("q", compress(d.seq, masks[g])) for g in present}
+    else:  # many groups: one sort, not a pass per group
+        coll = compress(range(len(d)), map((0).__eq__, d.p2p)) if 1 in d.p2p else range(len(d))
+        idx = {g: list(i) for g, i in groupby(sorted(coll, key=d.pg.__getitem__), key=d.pg.__getitem__)}
+        seqs_of = {g: array("q", map(d.seq.__getitem__, i)) for g, i in idx.items()}
+    for g, seqs in seqs_of.items():
+        first, n = seqs[0], len(seqs)
+        if seqs[-1] - first == n - 1 and seqs == array("q", range(first, first + n)):
+            # one entry per seq, no gaps (the usual ring buffer): what mismatches are looked for in
+            sigs = compress(d.sig, masks[g]) if d.coll else map(d.sig.__getitem__, idx[g])
+            d.runs[g] = (first, array("q", sigs))
         pend = pend_by_group.get(g, [])
+        if d.coll:  # the first entry's, unless a pending one is older; the last entry's
+            oldest = min(first, min((d.seq[i] for i in pend), default=first))
+            enq = max(seqs[-1], first)
+        else:
+            oldest, enq = min(seqs), max(seqs)
         done = min(d.seq[i] for i in pend) - 1 if pend else enq
         started = max([done] + [d.seq[i] for i in pend if d.state[i] == STARTED])
         done = max(done, oldest - 1)
-        out[name] = [oldest, done, max(started, done), max(enq, started, done)]
+        out[d.groups[g][0]] = [oldest, done, max(started, done), max(enq, started, done)]
     names = {i: g[0] for i, g in enumerate(d.groups)}
-    if kind is not None:
-        for g in range(len(d.groups)):
-            idx = list(compress(range(len(kind)), map((g + 1).__eq__, kind)))
-            if not idx:
-                continue
-            seqs = array("q", map(d.seq.__getitem__, idx))
-            first = seqs[0]
-            if seqs == array("q", range(first, first + len(seqs))):
-                d.runs[g] = (first, array("q", map(d.sig.__getitem__, idx)))
     for pid, st in d.pg_status.items():
         lid = _int(pid)
         g = d.local_ids.get(lid) if lid is not None else None

@@ -51,7 +51,7 @@ from itertools import compress
 from typing import Any, Iterable, Mapping
 
 from rulekit.rules.records import dataclass
-from rulekit.inputs.flight_recorder import COMPLETED, STARTED, FRDump, sig_values
+from rulekit.inputs.flight_recorder import COMPLETED, STARTED, FRDump, group_mask, sig_values
 
 # progress levels at the stuck sequence id, least first
 NO_DUMP, NOT_REACHED, SCHEDULED, STARTED_L, COMPLETED_L = range(5)
@@ -173,25 +173,51 @@ def _members(d: FRDump, name: str) -> tuple[int, ...] | None:
     return tuple(sorted(set(c["ranks"]))) if c and c.get("ranks") else None
 
 
-def _agree(d: FRDump, epoch: list[FRDump]) -> bool:
-    last = max((x.t_last for x in epoch if x.t_last is not None), default=None)
-    first = min((x.t_first for x in epoch if x.t_first is not None), default=None)
-    # one attempt's dumps overlap in time: no rank's kept history begins after every other
-    # rank of its attempt had stopped (a restart begins after the last one stopped)
-    if d.t_first is not None and last is not None and d.t_first > last + CLOCK_SKEW_NS:
-        return False
-    if d.t_last is not None and first is not None and first > d.t_last + CLOCK_SKEW_NS:
-        return False
-    for e in epoch:
-        if e.rank == d.rank:
+class _Epoch:
+    """One attempt's dumps so far, with what a newcomer is checked against in time linear
+    in its own groups (not in the dumps already in): the ranks in, the latest end and
+    earliest start, and per (group, its ranks) the least enqueued and the most completed
+    collective of its members."""
+
+    def __init__(self) -> None:
+        self.dumps: list[FRDump] = []
+        self.by_rank: dict[int, FRDump] = {}
+        self.last: int | None = None
+        self.first: int | None = None
+        self.bounds: dict[tuple, list[int]] = {}  # (pg name, ranks) -> [least enqueued, most completed]
+
+    def agrees(self, d: FRDump, keys: dict[str, tuple]) -> bool:
+        """Whether `d` is of this attempt: a rank not in it yet, overlapping it in time (no
+        rank's kept history begins after every other rank of its attempt had stopped: a
+        restart begins after the last one stopped), and in each group it shares with a
+        member, it completed nothing that member never enqueued nor the reverse."""
+        if not self.dumps:
+            return True
+        if d.t_first is not None and self.last is not None and d.t_first > self.last + CLOCK_SKEW_NS:
+            return False
+        if d.t_last is not None and self.first is not None and self.first > d.t_last + CLOCK_SKEW_NS:
+            return False
+        if d.rank in self.by_rank:
             return False
         for name, (_, done, _, enq) in d.progress.items():
-            p = e.progress.get(name)
-            if p is None or _members(d, name) != _members(e, name):
-                continue
-            if done > p[3] or p[1] > enq:
+            b = self.bounds.get(keys[name])
+            if b is not None and (done > b[0] or b[1] > enq):
                 return False
-    return True
+        return True
+
+    def add(self, d: FRDump, keys: dict[str, tuple]) -> None:
+        self.dumps.append(d)
+        self.by_rank.setdefault(d.rank, d)  # type: ignore[arg-type]
+        if d.t_last is not None:
+            self.last = d.t_last if self.last is None else max(self.last, d.t_last)
+        if d.t_first is not None:
+            self.first = d.t_first if self.first is None else min(self.first, d.t_first)
+        for name, (_, done, _, enq) in d.progress.items():
+            b = self.bounds.get(keys[name])
+            if b is None:
+                self.bounds[keys[name]] = [enq, done]
+            else:
+                b[0], b[1] = min(b[0], enq), max(b[1], done)
 
 
 def split_epochs(dumps: Iterable[FRDump]) -> tuple[list[list[FRDump]], list[str]]:
@@ -199,21 +225,23 @@ def split_epochs(dumps: Iterable[FRDump]) -> tuple[list[list[FRDump]], list[str]
     as copies of another of their rank."""
     ordered = sorted((d for d in dumps if d.rank is not None and d.rank >= 0),
                      key=lambda d: (d.t_last if d.t_last is not None else -1, d.rank, d.where), reverse=True)
-    epochs: list[list[FRDump]] = []
+    epochs: list[_Epoch] = []
     duplicates: list[str] = []
     for d in ordered:
+        keys = {name: (name, _members(d, name)) for name in d.progress}
         for ep in epochs:
-            twin = next((e for e in ep if e.rank == d.rank), None)
+            twin = ep.by_rank.get(d.rank)  # type: ignore[arg-type]
             if twin is not None and _same(twin, d):
                 duplicates.append(d.where)
                 break
-            if _agree(d, ep):
-                ep.append(d)
+            if ep.agrees(d, keys):
+                ep.add(d, keys)
                 break
         else:
-            epochs.append([d])
+            epochs.append(_Epoch())
+            epochs[-1].add(d, keys)
     epochs.reverse()
-    return epochs, duplicates
+    return [ep.dumps for ep in epochs], duplicates
 
 
 # ---- groups and progress -----------------------------------------------------------------------
@@ -536,7 +564,7 @@ def _stuck_p2p(g: _Group, dumps: Mapping[int, FRDump]) -> tuple[list[StuckCollec
 def _sigs_by_seq(d: FRDump, gi: int) -> dict[int, bytes]:
     """seq -> signature blob of the rank's (last) entry of each collective of group index gi."""
     if d.coll:
-        mask = bytes(map((gi + 1).__eq__, d.coll))
+        mask = group_mask(d.coll, gi)
     else:
         mask = bytes(g == gi and not p for g, p in zip(d.pg, d.p2p))
     return dict(zip(compress(d.seq, mask), map(d.sigs.__getitem__, compress(d.sig, mask))))

@@ -11,6 +11,8 @@ read by forked worker processes (at most one per usable core that is free,
   so anything a hostile pickle could make the C unpickler allocate (a memo index
   of 2**31, a million empty dicts in a megabyte) is a MemoryError there, not
   memory taken from the machine;
+- freezes what it inherited from this process (`gc.freeze`: no collection walks it)
+  and collects nothing while a dump is read and normalized;
 - therefore unpickles with the refusing C unpickler alone
   (`fr_pickle.load_refusing`): the pure-Python opcode walk, three times the
   cost of unpickling, runs only on a dump that failed, to name the refused
@@ -26,6 +28,7 @@ events or the engine.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -75,10 +78,12 @@ def _read_capped(item: tuple[str, str]) -> Result:
         if hard != resource.RLIM_INFINITY:
             cap = min(cap, hard)
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+        gc.disable()  # the dump's ~20 containers an entry live until it is normalized: no collection helps
         try:
             return parse_dump_bytes(data, label, rank_from_name(p.name), walk=False)
         finally:
             del data
+            gc.enable()  # a cycle a hostile pickle made is collected from here on
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     except FRDumpError as e:
         return e
@@ -127,7 +132,7 @@ def _run_pool(ctx, n: int, todo: list[tuple[str, str]], which: Iterable[int], re
     """Read the files `which` in a pool of `n` workers into `results`; the indices whose
     reader ended without an answer (a dead worker breaks the whole pool)."""
     lost = []
-    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=gc.freeze) as pool:
         futures = {pool.submit(_read_capped, todo[i]): i for i in which}
         for fut in as_completed(futures):
             try:
