@@ -155,12 +155,33 @@ e = {"collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "state": "comp
 ok = {"collective_seq_id": 2, "profiling_name": "nccl:all_reduce", "state": "completed", "process_group": ("0", "")}
 data = pickle.dumps({"entries": [e, ok]}, 2)
 data = data.replace(b"X\\x02\\x00\\x00\\x00PH", b")" + b"\\x85" * 1_000_000)
-d = parse_dump_bytes(data, "deep")
+d = parse_dump_bytes(data, "deep", walk=False)  # a reader process's path: no opcode walk first
 print(len(d), d.groups[d.pg[1]])
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["2", "('0',", "'')"]
+
+
+def test_a_deeply_nested_tuple_is_refused_before_the_unpickler_hashes_it():
+    """A million-deep tuple as a dict key: the C unpickler hashes it while it builds the
+    dict, which overflows the C stack (the process dies).  Read in this process (few files,
+    the Service) the opcode walk refuses it first, with the byte offset.  Run in a fresh
+    interpreter: a regression kills that one, not the test run."""
+    import subprocess
+    import sys
+
+    script = """
+from rulekit.inputs.flight_recorder import FRDumpError, parse_dump_bytes
+data = b"\\x80\\x02}N" + b"\\x85" * 1_000_000 + b"K\\x01s."
+try:
+    parse_dump_bytes(data, "deep-key")
+except FRDumpError as e:
+    print("refused", e.offset, e.message)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("refused 1004 tuples nest more than 1000 deep"), out.stdout
 
 
 def test_equal_signatures_are_equal_bytes_whatever_the_dump_shares():

@@ -26,6 +26,10 @@ from typing import Any
 MAX_DUMP_BYTES = 256 * 1024 * 1024  # the one bound on a dump's bytes, decompressed (file, record, any path)
 MAX_MEMO = 10_000_000
 MAX_PICKLE_OPS = 10_000_000  # opcodes of a dump walked here (each builds at most one value)
+# tuples inside tuples: hashing one (a dict key, a set element) recurses in C without a
+# guard, and a million levels overflow the C stack (a crash, not an exception); a dump's
+# values nest a few levels
+MAX_TUPLE_NESTING = 1000
 
 
 class FRDumpError(ValueError):
@@ -105,6 +109,68 @@ for _op in pickletools.opcodes:
         _STEP[_c] = {pickletools.TAKEN_FROM_ARGUMENT1: _LEN1, pickletools.TAKEN_FROM_ARGUMENT4: _LEN4S,
                      pickletools.TAKEN_FROM_ARGUMENT4U: _LEN4, pickletools.TAKEN_FROM_ARGUMENT8U: _LEN8}[_a.n]
 _NAMES = {ord(op.code): op.name for op in pickletools.opcodes}
+_NESTERS = frozenset(ord(op.code) for op in pickletools.opcodes if op.name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+                                                                              "FROZENSET"))
+
+
+def _tuple_nesting(data: bytes) -> tuple[int, int]:
+    """The deepest nesting of tuples (and frozensets) the pickle builds, and the byte offset
+    of the opcode that first built a value deeper than `MAX_TUPLE_NESTING` (else -1): a stack machine
+    over the opcodes that tracks, per value, how many tuples deep it is (lists, dicts and
+    sets count 0: hashing stops at them).  Only called on a pickle `check_pickle` already
+    walked, when it holds more tuple-building opcodes than `MAX_TUPLE_NESTING`."""
+    stack: list[int] = []
+    marks: list[int] = []
+    memo: dict[int, int] = {}
+    deepest = 0
+
+    def pop_mark() -> list[int]:
+        at = marks.pop() if marks else 0
+        items = stack[at:]
+        del stack[at:]
+        return items
+
+    for op, arg, pos in pickletools.genops(data):
+        name = op.name
+        if name in ("TUPLE", "FROZENSET", "TUPLE1", "TUPLE2", "TUPLE3"):
+            if name in ("TUPLE", "FROZENSET"):
+                items = pop_mark()
+            else:
+                n = int(name[-1])
+                items = stack[len(stack) - n:] if n <= len(stack) else list(stack)
+                del stack[max(0, len(stack) - n):]
+            d = 1 + max(items, default=0)
+            deepest = max(deepest, d)
+            if deepest > MAX_TUPLE_NESTING:
+                return deepest, pos
+            stack.append(d)
+        elif name == "MARK":
+            marks.append(len(stack))
+        elif name in ("LIST", "DICT"):
+            pop_mark()
+            stack.append(0)
+        elif name in ("APPENDS", "SETITEMS", "ADDITEMS", "POP_MARK"):
+            pop_mark()
+        elif name == "APPEND" or name == "POP":
+            if stack:
+                stack.pop()
+            elif name == "POP" and marks:
+                marks.pop()
+        elif name == "SETITEM":
+            del stack[max(0, len(stack) - 2):]
+        elif name == "DUP":
+            stack.append(stack[-1] if stack else 0)
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(arg)] = stack[-1] if stack else 0
+        elif name == "MEMOIZE":
+            memo[len(memo)] = stack[-1] if stack else 0
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(memo.get(int(arg), 0))
+        elif name in ("PROTO", "FRAME", "STOP"):
+            pass
+        else:  # every other allowed opcode pushes one scalar or an empty container
+            stack.append(0)
+    return deepest, -1
 
 
 def check_pickle(data: bytes, where: str) -> None:
@@ -114,12 +180,16 @@ def check_pickle(data: bytes, where: str) -> None:
     n = len(data)
     pos = 0
     ops = 0
+    nesters = 0
     step = _STEP
+    nesting = _NESTERS
     while pos < n:
         code = data[pos]
         k = step[code]
         ops += 1
         pos += 1
+        if code in nesting:
+            nesters += 1
         if ops > MAX_PICKLE_OPS:
             raise FRDumpError(where, f"more than {MAX_PICKLE_OPS} pickle opcodes: more values than a dump can "
                                      "need (refused before unpickling)", pos - 1)
@@ -135,6 +205,11 @@ def check_pickle(data: bytes, where: str) -> None:
             raise FRDumpError(where, f"pickle opcode {name} {why}; a flight-recorder dump is plain dicts, lists "
                                      "and scalars, so it was refused without being run", at)
         if k == _STOP:
+            if nesters > MAX_TUPLE_NESTING:
+                deep, deep_at = _tuple_nesting(data[:pos])
+                if deep > MAX_TUPLE_NESTING:
+                    raise FRDumpError(where, f"tuples nest more than {MAX_TUPLE_NESTING} deep: more than a dump can "
+                                             "need (refused before unpickling)", deep_at)
             return
         if k in (_NEWLINE, _TEXT_PUT):
             nl = data.find(b"\n", pos)
