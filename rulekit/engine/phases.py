@@ -1026,14 +1026,17 @@ class ReportPhase:
         root = None
         if d.root_symptom:
             root_events = [e for e in events if e.symptom == d.root_symptom and e.is_bad]
+            first = next((e for e in root_events if e.id == d.root_event_id), None)
+            per_key = state.engine.options.evidence_per_key
+            root_events = first_repeats(root_events, per_key)  # (what a capped store holds of them too)
             root_events.sort(key=lambda e: (e.node != d.root_node, _sort_key(e)))
-            first = next((e for e in root_events if e.id == d.root_event_id), root_events[0] if root_events else None)
+            first = first or (root_events[0] if root_events else None)
             info = reg.info(d.root_symptom)
             root_blame = blame_of(first, reg, resolved) if first else info.blame
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
                     "blame": root_blame,
                     "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
-                    "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
+                    "evidence": [e.to_evidence() for e in root_events[:per_key]]}
             root.update(root_action(root, bad_nodes))
         root_suspected = bool(root) and reg.info(d.root_symptom).blame in CERTAIN_BLAMES and bool(root_events) \
             and all(e.fields.get("certain") is False for e in root_events)
@@ -1064,6 +1067,40 @@ class ReportPhase:
         return result
 
 
+# fields a line adds to its event's evidence (`_line_facts`, the carried stamp, an accumulator's span): not
+# part of what makes two events the same evidence (ExtractionPhase's repeat key)
+_LINE_FIELDS = frozenset(("rank", "uptime", "declared_node", "carried_ts", "span_end"))
+
+
+def first_repeats(events: list[Event], k: int) -> list[Event]:
+    """The events a result may list: of the repeats of one evidence (the same rule,
+    event type, symptom, node and fields, whatever the rank, line and stamps), the first
+    `k` in the order they were read (event id).  The extraction phase holds the first
+    `repeat_cap` of each such evidence and counts the rest, so with `k <= repeat_cap`
+    a capped store and an uncapped one list the same items (a store counts by the
+    captured values; what a line adds is left out here, so evidence counted apart
+    there may share a count here: never the other way round), in id order."""
+    seen: dict[Any, int] = {}
+    out: list[Event] = []
+    for e in sorted(events, key=_event_id):
+        f = e.fields
+        rest = tuple(sorted((n, v) for n, v in f.items() if n not in _LINE_FIELDS)) if f else ()
+        key: Any = (e.rule, e.event_type, e.symptom, e.node, rest)
+        try:
+            n = seen.get(key, 0)
+        except TypeError:  # a value that cannot be hashed: its text
+            key = (e.rule, e.event_type, e.symptom, e.node, json.dumps(dict(rest), sort_keys=True, default=str))
+            n = seen.get(key, 0)
+        if n < k:
+            seen[key] = n + 1
+            out.append(e)
+    return out
+
+
+def _event_id(e: Event) -> int:
+    return e.id
+
+
 def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
               most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
     """The first `per_key` events per (type, symptom, node) and `most` in all
@@ -1073,9 +1110,10 @@ def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE
 
     Within one key the type and rank are the same, so its first few in the report's
     order are its first few by event order: those are picked per key (no sort of
-    every event), then only they are sorted."""
+    every event), then only they are sorted.  Repeats of one evidence take part by
+    their first `per_key` in the order they were read (`first_repeats`)."""
     groups: dict[tuple, list[Event]] = {}
-    for e in events:
+    for e in first_repeats(events, per_key):
         groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
     picked: list[Event] = []
     for group in groups.values():
