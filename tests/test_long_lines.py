@@ -149,3 +149,24 @@ def test_a_64_mib_line_costs_at_most_twice_its_size(tmp_path):
     # before: 5-8 times the line over the baseline (readline and join, a copy per candidate
     # rule, the decoded text and pyre2's UTF-8 copy of it, a decode per hit)
     assert peak - base_peak <= 2 * size / MiB, (peak, base_peak)
+
+
+def test_a_line_opening_with_thousands_of_digits_is_no_rank(tmp_path):
+    """`12: ` is an `srun -l` rank prefix; 5,000 digits are none (they made `int()` raise,
+    and `rulekit attribute` stop with an internal error)."""
+    from rulekit.extract.hitfacts import chunk_facts
+    from rulekit.extract.linectx import rank_of, rank_of_raw
+
+    digits = "1" * 5000
+    assert rank_of(digits + ": x") is None and rank_of_raw(digits.encode() + b": x") is None
+    assert rank_of("12: x") == 12 and rank_of_raw(b"[rank7]: x") == 7
+    chunk = b"00:00:01 clock\n" + digits.encode() + b": 00:00:02 error\n"
+    assert chunk_facts(chunk, [(15, len(chunk) - 1, 0, {})], None)[1][0][2] is None
+    job = shutil.copytree(EXAMPLE, tmp_path / "job")
+    app = job / "applog" / "train.log"
+    app.write_bytes(digits.encode() + b": RuntimeError: CUDA error: an illegal memory access was encountered\n"
+                    + app.read_bytes())
+    p = subprocess.run([str(ROOT / ".venv" / "bin" / "rulekit"), "attribute", str(job), "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    assert json.loads(p.stdout)[0]["root_cause"]["symptom"] == "XID-149-NVLINK_SIGNAL_INTEGRITY"

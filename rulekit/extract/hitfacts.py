@@ -25,7 +25,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
+from rulekit.extract.linectx import host_of, rank_number, rank_of, rank_of_raw, timestamp_of
 from rulekit.extract.scan import decode_line, rule_text
 
 LOOKBACK = 64 * 1024
@@ -318,7 +318,7 @@ class _LineIndex:
                 end = to
             p = at(chunk, ls)  # `rank_of_raw`'s answer on an ASCII prefix (the bytes pattern cannot run past the line)
             if p is not None:
-                rank = int(p.group(1) or p.group(2))
+                rank = rank_number(p.group(1) or p.group(2))
             elif chunk[ls:min(end, ls + 64)].isascii():
                 rank = None
             else:  # a prefix with a non-ASCII blank: the str pattern decides
