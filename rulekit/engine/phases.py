@@ -36,7 +36,7 @@ from rulekit.rules.corpus import RuleEngine, ScanPlan
 from rulekit.rules.expand import render
 from rulekit.inputs.fleet import FleetContext
 from rulekit.inputs.jobinfo import JobInfo
-from rulekit.extract.linectx import host_of, rank_line_finder, rank_of, rank_of_raw, timestamp_of
+from rulekit.extract.linectx import host_of, rank_line_finder, rank_of, timestamp_of
 from rulekit.rules.model import (
     AccumulatorRule,
     EventSpec,
@@ -57,7 +57,7 @@ from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.hitfacts import INHERIT, CarryJoin, Tail, TimeCarry
 from rulekit.extract.parallel import parallel_scan, scan_workers
 from rulekit.engine.workerhits import LEFT_OUT, WorkerHits
-from rulekit.extract.scan import CHUNK_SIZE, decode_line
+from rulekit.extract.scan import CHUNK_SIZE, rule_text, rule_text_cut
 from rulekit.engine.store import Event, EventManager, EventStream, TraceEntry
 from rulekit.engine.storeorder import Slot, StoreOrder
 
@@ -308,6 +308,9 @@ class ExtractionPhase:
         self._order = StoreOrder(manager.add, manager.next_id)  # ids as one read of the file gives them
         self._roles: dict[int, tuple] = {}  # id(plan rules) -> (rules, `rule_role` of each)
         self._fallback_names = frozenset(a.name for a in engine.accumulators if a.fallback)
+        # lines whose text rules read cut (`scan.rule_text`): [count, longest, where the first is]
+        self.cut_lines: list = [0, 0, ""]
+        self._cut_last: tuple = ()
 
     def _node_of(self, obs: Observation, line: str, rank: int | None, host_name: Any = _NOT_READ) -> str | None:
         """The node a line belongs to: declared, else its printing host (`host_name`:
@@ -379,6 +382,7 @@ class ExtractionPhase:
                 newlines = -1
                 carry.new_chunk(chunk)
             counted_pos, counted_line = 0, line_base
+            line_at, line = -1, ""  # the line decoded last: where it starts, its text
             for k, (start, end, idx, caps) in enumerate(hits):
                 if lines is not None:
                     counted_line = first + lines[k]
@@ -394,7 +398,10 @@ class ExtractionPhase:
                 if role is ROLE_FALLBACK and explained == start:
                     continue  # the line is explained: the fallback says nothing of it
                 rule = plan.rules[idx]
-                line = decode_line(chunk[start:end])
+                if start != line_at:  # (the hits of several rules on one line share its text: one decode)
+                    line_at, line = start, rule_text(chunk, start, end)
+                    if rule_text_cut(start, end):
+                        self.cut_line(obs, counted_line, end - start)
                 f = None
                 if facts is not None:
                     f = facts[k]
@@ -455,6 +462,18 @@ class ExtractionPhase:
             return None
         self._told[worker] = len(self._capped)
         return self._capped[told:]
+
+    def cut_line(self, obs: Observation, line_num: int, size: int) -> None:
+        """Note a line whose text rules read was cut to `RULE_TEXT_BYTES` (the result's
+        `limits_hit`)."""
+        cut = self.cut_lines
+        if self._cut_last == (obs.name, line_num):
+            return  # (a line both hit and fed to an accumulator)
+        self._cut_last = (obs.name, line_num)
+        if not cut[0]:
+            cut[2] = f"{obs.name}:{line_num}"
+        cut[0] += 1
+        cut[1] = max(cut[1], size)
 
     def capped_groups(self) -> list[tuple]:
         """The (rule, event type, symptom, node) groups that reached `group_cap`."""
@@ -772,13 +791,14 @@ class _ActiveAccumulator:
             nl = chunk.find(b"\n", pos)
             end = n if nl < 0 else nl
             start = pos
-            raw = chunk[pos:end]
             pos = end + 1
-            if find is not None and not raw.isascii():
-                r = rank_of_raw(raw)  # a non-ASCII prefix: the str pattern decides
+            line = rule_text(chunk, start, end)
+            if rule_text_cut(start, end):
+                phase.cut_line(self.obs, line_at + chunk.count(b"\n", base, start), end - start)
+            if find is not None and not line.isascii():
+                r = rank_of(line)  # a non-ASCII prefix: the str pattern decides (`rank_of_raw`)
                 if r is not None and r != self.rank:
                     continue
-            line = decode_line(raw)
             self.fed += 1
             keep = False
             try:
@@ -1006,14 +1026,17 @@ class ReportPhase:
         root = None
         if d.root_symptom:
             root_events = [e for e in events if e.symptom == d.root_symptom and e.is_bad]
+            first = next((e for e in root_events if e.id == d.root_event_id), None)
+            per_key = state.engine.options.evidence_per_key
+            root_events = first_repeats(root_events, per_key)  # (what a capped store holds of them too)
             root_events.sort(key=lambda e: (e.node != d.root_node, _sort_key(e)))
-            first = next((e for e in root_events if e.id == d.root_event_id), root_events[0] if root_events else None)
+            first = first or (root_events[0] if root_events else None)
             info = reg.info(d.root_symptom)
             root_blame = blame_of(first, reg, resolved) if first else info.blame
             root = {"symptom": d.root_symptom, "node": d.root_node, "rule": first.rule if first else None,
                     "blame": root_blame,
                     "action": "none" if root_blame == "environment" and info.blame != "environment" else info.action,
-                    "evidence": [e.to_evidence() for e in root_events[:state.engine.options.evidence_per_key]]}
+                    "evidence": [e.to_evidence() for e in root_events[:per_key]]}
             root.update(root_action(root, bad_nodes))
         root_suspected = bool(root) and reg.info(d.root_symptom).blame in CERTAIN_BLAMES and bool(root_events) \
             and all(e.fields.get("certain") is False for e in root_events)
@@ -1044,6 +1067,40 @@ class ReportPhase:
         return result
 
 
+# fields a line adds to its event's evidence (`_line_facts`, the carried stamp, an accumulator's span): not
+# part of what makes two events the same evidence (ExtractionPhase's repeat key)
+_LINE_FIELDS = frozenset(("rank", "uptime", "declared_node", "carried_ts", "span_end"))
+
+
+def first_repeats(events: list[Event], k: int) -> list[Event]:
+    """The events a result may list: of the repeats of one evidence (the same rule,
+    event type, symptom, node and fields, whatever the rank, line and stamps), the first
+    `k` in the order they were read (event id).  The extraction phase holds the first
+    `repeat_cap` of each such evidence and counts the rest, so with `k <= repeat_cap`
+    a capped store and an uncapped one list the same items (a store counts by the
+    captured values; what a line adds is left out here, so evidence counted apart
+    there may share a count here: never the other way round), in id order."""
+    seen: dict[Any, int] = {}
+    out: list[Event] = []
+    for e in sorted(events, key=_event_id):
+        f = e.fields
+        rest = tuple(sorted((n, v) for n, v in f.items() if n not in _LINE_FIELDS)) if f else ()
+        key: Any = (e.rule, e.event_type, e.symptom, e.node, rest)
+        try:
+            n = seen.get(key, 0)
+        except TypeError:  # a value that cannot be hashed: its text
+            key = (e.rule, e.event_type, e.symptom, e.node, json.dumps(dict(rest), sort_keys=True, default=str))
+            n = seen.get(key, 0)
+        if n < k:
+            seen[key] = n + 1
+            out.append(e)
+    return out
+
+
+def _event_id(e: Event) -> int:
+    return e.id
+
+
 def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE_PER_KEY,
               most: int = EVIDENCE_MAX) -> tuple[list[dict[str, Any]], int]:
     """The first `per_key` events per (type, symptom, node) and `most` in all
@@ -1053,9 +1110,10 @@ def _evidence(events: list[Event], reg: SymptomRegistry, per_key: int = EVIDENCE
 
     Within one key the type and rank are the same, so its first few in the report's
     order are its first few by event order: those are picked per key (no sort of
-    every event), then only they are sorted."""
+    every event), then only they are sorted.  Repeats of one evidence take part by
+    their first `per_key` in the order they were read (`first_repeats`)."""
     groups: dict[tuple, list[Event]] = {}
-    for e in events:
+    for e in first_repeats(events, per_key):
         groups.setdefault((e.event_type, e.symptom, e.node), []).append(e)
     picked: list[Event] = []
     for group in groups.values():

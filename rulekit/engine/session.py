@@ -49,6 +49,7 @@ from rulekit.engine.phases import (
 from rulekit.engine.store import EventManager, TraceEntry, paused_gc
 from rulekit.engine.timeline import Clock
 from rulekit.rules.model import EventType
+from rulekit.extract.scan import RULE_TEXT_BYTES
 
 _counter = itertools.count(1)
 
@@ -196,7 +197,14 @@ class Session:
         return result
 
     def _data_caps(self, limits: LimitsHit) -> LimitsHit:
-        """Add extraction's group cap on `data` events (what rules read as values) to the limits hit."""
+        """Add extraction's group cap on `data` events (what rules read as values), and the
+        lines whose text rules read was cut, to the limits hit."""
+        count, longest, first = self._extraction.cut_lines
+        if count:
+            limits.hit("line_text_bytes", RULE_TEXT_BYTES,
+                       f"{count} line(s) longer than {RULE_TEXT_BYTES} bytes (the longest {longest} bytes, the first at "
+                       f"{first}): rules read the first {RULE_TEXT_BYTES} bytes of each as its text; the patterns "
+                       "matched the whole line")
         capped = [g for g in self._extraction.capped_groups() if g[1] == EventType.DATA.value]
         if capped:
             counts = self.manager.repeats_by_group(self.context_id)

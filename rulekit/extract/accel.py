@@ -19,7 +19,11 @@ loop over lines or rules on the hot path:
    matches the line.
 3. *Confirm.*  Each candidate runs its own RE2 pattern on the decoded line, which
    also yields the named captures (on an ASCII line, an ASCII pattern runs as its
-   bytes twin: same meaning there, many times faster in pyre2).
+   bytes twin: same meaning there, many times faster in pyre2).  A line of
+   `LONG_LINE` bytes or more is searched in place (a view of the chunk, never a
+   copy per candidate), and when it is valid UTF-8 but not ASCII, by the pattern
+   compiled as bytes in RE2's UTF-8 mode (what pyre2 runs a str pattern on, without
+   the decoded text and its re-encoding: a 200 MB line is not held three more times).
 
 Line semantics match the naive loop: a trailing `\\r` is removed (CRLF chunks are
 rewritten `\\r\\n` -> `\\n\\n`, same length, and the phantom empty lines skipped);
@@ -37,6 +41,7 @@ Backends: "auto" (Hyperscan when installed), "re2", "hyperscan";
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import threading
 from dataclasses import dataclass, field
@@ -45,11 +50,13 @@ from importlib import resources
 from typing import Any, Sequence
 
 import ahocorasick_rs
+import re2 as _re2
 
 from rulekit.extract import literals as L
 from rulekit.extract.superset import raw_gate_form, superset_of
 from rulekit.extract.diskcache import _ENV as _FROM_ENV
 from rulekit.extract.regex import MAX_MEM, compile_big, compile_pattern
+from rulekit.extract.scan import LINE_STEP, LONG_LINE, span_is_utf8, span_isascii
 
 try:  # optional extra: pip install rulekit[hyperscan]
     import hyperscan as _hs
@@ -146,6 +153,9 @@ class Accelerator:
         # On an ASCII line RE2's Latin-1 (bytes) mode means exactly what its UTF-8
         # mode means, and pyre2 confirms bytes many times faster than str.
         self.compiled_ascii = _Lazy(self.patterns, _bytes_twin)
+        # and on a long line of valid UTF-8, RE2's UTF-8 mode on its bytes means what the str
+        # pattern means on its text (pyre2 runs a str pattern on the text encoded back to UTF-8)
+        self.compiled_utf8 = _Lazy(self.patterns, _utf8_twin)
         # whether a pattern has named groups, read from the form confirmation compiles
         # anyway (the bytes twin on ASCII lines): never a third compile
         self._named = _Lazy(list(range(len(self.patterns))), self._has_names)
@@ -309,7 +319,8 @@ class Accelerator:
         if not chunk:
             return []
         buf = chunk
-        crlf = b"\r" in chunk
+        # (a lone `\r`, as progress bars print, needs no rewrite: a copy of a chunk that may be one long line)
+        crlf = b"\r\n" in chunk or chunk.endswith(b"\r")
         if crlf:
             buf = chunk.replace(b"\r\n", b"\n\n")
             if buf.endswith(b"\r"):
@@ -351,6 +362,10 @@ class Accelerator:
         twins = self.compiled_ascii
         named = self._named
         texts: dict[int, str] = {}  # line start -> decoded text (non-ASCII lines, and lines without a twin)
+        long_ascii: dict[int, bool] = {}  # long line start -> whether it is ASCII
+        utf8_ok: dict[int, bool] = {}  # long line start -> whether it is valid UTF-8
+        utf8s = self.compiled_utf8
+        view = None  # of `buf`: a long line is searched in place, not copied once per candidate
         last = -1
         for w in work:
             i, ls = w >> lb, w & lmask
@@ -358,8 +373,17 @@ class Accelerator:
                 last = i
                 twin, rx, has_names = twins[i], None, named[i]  # (the str form only when a line needs it)
             le = line_end[ls]
-            raw = buf[ls:le]
-            if twin is not None and raw.isascii():
+            if le - ls < LONG_LINE:
+                raw = buf[ls:le]
+                ascii_ = raw.isascii()
+            else:
+                if view is None:
+                    view = memoryview(buf)
+                raw = view[ls:le]
+                ascii_ = long_ascii.get(ls)
+                if ascii_ is None:
+                    ascii_ = long_ascii[ls] = span_isascii(buf, ls, le)
+            if twin is not None and ascii_:
                 if has_names:
                     m = twin.search(raw)
                     if m is None:
@@ -370,15 +394,28 @@ class Accelerator:
                 else:
                     continue
             else:
-                text = texts.get(ls)
-                if text is None:
-                    text = texts[ls] = raw.decode("utf-8", "replace")
-                if rx is None:
-                    rx = compiled[i]
-                m = rx.search(text)
-                if m is None:
-                    continue
-                caps = m.groupdict()
+                u8 = None
+                if le - ls >= LONG_LINE:  # searched as it is: neither decoded nor encoded back (`_utf8_twin`)
+                    valid = ascii_ or utf8_ok.get(ls)
+                    if valid is None:
+                        valid = utf8_ok[ls] = span_is_utf8(buf, ls, le)
+                    if valid:
+                        u8 = utf8s[i]
+                if u8 is not None:
+                    m = u8.search(raw)
+                    if m is None:
+                        continue
+                    caps = {k: (v.decode("utf-8") if v is not None else None) for k, v in m.groupdict().items()}
+                else:
+                    text = texts.get(ls)
+                    if text is None:
+                        text = texts[ls] = str(raw, "utf-8", "replace")
+                    if rx is None:
+                        rx = compiled[i]
+                    m = rx.search(text)
+                    if m is None:
+                        continue
+                    caps = m.groupdict()
             end = le + 1 if orig is not None and le < n and orig[le] == 13 else le
             hits.append((ls, end, i, caps))
             order.append(ls << pb | i)
@@ -411,9 +448,9 @@ class Accelerator:
             if cands is None:
                 cands = per_line[ls] = set()
                 line_end[ls] = le
-            line = buf[ls:le]
+            line = buf[ls:le] if le - ls < LONG_LINE else memoryview(buf)[ls:le]  # (a long line: a view)
             if ac is not None:
-                low = line.lower()
+                low = line.lower() if le - ls < LONG_LINE else _lower(buf, ls, le)
                 for kid, _s, _e in ac.find_matches_as_indexes(low, overlapping=True):
                     for r in key_rules[kid]:
                         if r in cands:
@@ -463,6 +500,15 @@ class Accelerator:
                     cands = per_line[cur_ls] = set()
                     line_end[cur_ls] = cur_le
             cands.add(rid)
+
+
+def _lower(buf: bytes, start: int, end: int) -> bytes:
+    """`buf[start:end].lower()` of a long line, lower-cased `LINE_STEP` bytes at a time
+    into one buffer (no copy of the line besides the result)."""
+    out = io.BytesIO()
+    for b in range(start, end, LINE_STEP):
+        out.write(buf[b:min(end, b + LINE_STEP)].lower())
+    return out.getvalue()
 
 
 def _hs_cache_path(exprs, flags, base: Any = _FROM_ENV):
@@ -557,6 +603,16 @@ def _bytes_twin(pattern: str):
         return None
     try:
         return compile_pattern(pattern.encode("utf-8"))
+    except Exception:  # re2.error or a fallback exception: use the str pattern
+        return None
+
+
+def _utf8_twin(pattern: str):
+    """The rule compiled as bytes in RE2's UTF-8 mode, for long lines of valid UTF-8
+    (what pyre2 does with a str pattern, without the decoded line and its UTF-8 copy:
+    two to five times the line's bytes); None when RE2 rejects it so."""
+    try:
+        return _re2.compile(pattern.encode("utf-8"), _re2.UNICODE)
     except Exception:  # re2.error or a fallback exception: use the str pattern
         return None
 

@@ -25,11 +25,14 @@ from bisect import bisect_left
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from rulekit.extract.linectx import host_of, rank_of, rank_of_raw, timestamp_of
-from rulekit.extract.scan import decode_line
+from rulekit.extract.linectx import host_of, rank_number, rank_of, rank_of_raw, timestamp_of
+from rulekit.extract.scan import decode_line, rule_text
 
 LOOKBACK = 64 * 1024
 _CLOCK = re.compile(rb":(?<=\d\d:)\d\d:\d\d")  # `\d\d:\d\d:\d\d`, found from its first colon (a literal: fast)
+# what of a clock line is returned (`_last_clock_line`): its rank prefix and timestamp (`timestamp_of`
+# reads 160 characters) lie in its start; a line of hundreds of MB is not copied for them
+LINE_HEAD = 64 * 1024
 INHERIT = False  # "the carried timestamp from before this chunk" (a value is a str or None)
 MAX_RANKS = 1 << 17  # ranks whose carry is remembered at once (then the first seen is forgotten: a hostile log)
 
@@ -267,7 +270,7 @@ def _last_clock_line(chunk: bytes, lo: int, start: int, rank: Any = None, first:
             end = e - (m.start() - 2)  # where the clock ends in `chunk`
             ls = chunk.rfind(b"\n", 0, end) + 1
             le = chunk.find(b"\n", end, start)
-            raw = chunk[ls:le if le >= 0 else start]
+            raw = chunk[ls:min(le if le >= 0 else start, ls + LINE_HEAD)]
             if rank_of_raw(raw) == rank:
                 if first is not None:
                     first.note(True)
@@ -315,11 +318,11 @@ class _LineIndex:
                 end = to
             p = at(chunk, ls)  # `rank_of_raw`'s answer on an ASCII prefix (the bytes pattern cannot run past the line)
             if p is not None:
-                rank = int(p.group(1) or p.group(2))
+                rank = rank_number(p.group(1) or p.group(2))
             elif chunk[ls:min(end, ls + 64)].isascii():
                 rank = None
             else:  # a prefix with a non-ASCII blank: the str pattern decides
-                rank = rank_of_raw(chunk[ls:end])
+                rank = rank_of_raw(chunk[ls:min(end, ls + LINE_HEAD)])
             got = lines.get(rank)
             if got is None:
                 lines[rank] = [(ls, end)]
@@ -336,9 +339,9 @@ class _LineIndex:
             if i >= 0:
                 ls, le = got[i]
                 if ls >= lo:
-                    return self.chunk[ls:le]
+                    return self.chunk[ls:min(le, ls + LINE_HEAD)]
                 if le > lo and _CLOCK.search(self.chunk[lo:le]):  # a line the stretch starts in: its clock inside
-                    return self.chunk[ls:le]
+                    return self.chunk[ls:min(le, ls + LINE_HEAD)]
                 return None
         if lo < self.base:  # (the stretch reaches before the index)
             return _last_clock_line(self.chunk, lo, self.base, rank)
@@ -402,8 +405,9 @@ def _last_rank_clock_line(chunk: bytes, lo: int, start: int, rank: int) -> bytes
         le = chunk.find(b"\n", at, start)
         if le < 0:
             le = start
-        if (chunk.startswith(plain, ls) or rank_of_raw(chunk[ls:le]) == rank) and _CLOCK.search(chunk[max(ls, lo):le]):
-            return chunk[ls:le]  # (its clock wholly inside the stretch, as the reversed search finds one)
+        if (chunk.startswith(plain, ls) or rank_of_raw(chunk[ls:min(le, ls + LINE_HEAD)]) == rank) \
+                and _CLOCK.search(chunk[max(ls, lo):le]):
+            return chunk[ls:min(le, ls + LINE_HEAD)]  # (its clock wholly inside the stretch, as the reversed search finds one)
         e, size = ls, 2048  # another line, or one without a clock: on before it
     return None
 
@@ -480,7 +484,7 @@ def chunk_facts(chunk: bytes, hits: Sequence[tuple], year: Any, hosts: bool = Tr
             last = start
             num += count(b"\n", pos, start)
             pos = start
-            line = decode_line(chunk[start:end])
+            line = rule_text(chunk, start, end)
             ts, uptime = timestamp_of(line, year)
             rank = rank_of(line)
             host = host_of(line) if hosts else None

@@ -82,11 +82,19 @@ class LineContext:
     uptime: float | None  # kernel monotonic seconds
 
 
+MAX_RANK_DIGITS = 18  # a longer number is no rank (and one of 4,300 digits or more would not even convert)
+
+
 def rank_of(line: str) -> int | None:
     m = _RANK.match(line)
     if not m:
         return None
-    return int(m.group(1) or m.group(2))
+    return rank_number(m.group(1) or m.group(2))
+
+
+def rank_number(digits: str | bytes) -> int | None:
+    """The rank a prefix's digits say, or None for a number no rank has."""
+    return int(digits) if len(digits) <= MAX_RANK_DIGITS else None
 
 
 # `_RANK` on the raw bytes of an ASCII line: the same matches (str `\s` on ASCII is
@@ -102,7 +110,7 @@ def rank_of_raw(raw: bytes) -> int | None:
     m = _RANK_ASCII.match(raw)
     if not m:
         return None
-    return int(m.group(1) or m.group(2))
+    return rank_number(m.group(1) or m.group(2))
 
 
 _WS = rb"[ \t\r\x0b\x0c\x1c-\x1f]"  # `\s` on an ASCII line (which holds no newline)

@@ -5,11 +5,16 @@ A scanner takes a chunk of bytes that ends at a line boundary and returns every
 naive loop: for each line (split on b"\\n", one trailing b"\\r" removed, decoded
 as UTF-8 with replacement), for each pattern, `pattern.search(line)`.
 `make_scanner` picks the fast acceleration structure (rulekit.extract.accel); the
-`NaiveScanner` here is the reference it is tested against.  No file I/O beyond
-reading the stream it is given.
+`NaiveScanner` here is the reference it is tested against.  A very long line costs
+about its own bytes once more at most: it is read into one buffer, read through views
+(`line_text`, `span_isascii`, `span_is_utf8`), and rules read at most its first
+`RULE_TEXT_BYTES` as text (`rule_text`).  No file I/O beyond reading the stream it is
+given.
 """
 from __future__ import annotations
 
+import codecs
+import io
 from typing import Any, BinaryIO, Iterator, Protocol, Sequence
 
 from rulekit.extract.regex import compile_pattern
@@ -23,25 +28,100 @@ class Scanner(Protocol):
     def scan(self, chunk: bytes) -> list[Hit]: ...
 
 
+LONG_LINE = 1 << 16  # a line at least this long is read through a view of its chunk, never copied whole
+LINE_STEP = 1 << 20  # how much of a line longer than its chunk is read at a time
+RULE_TEXT_BYTES = 1 << 20  # of a line, what rules read as its text (`rule_text`)
+
+
 def iter_chunks(stream: BinaryIO, size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """Yield chunks that each end with b"\\n" (the last one may not).  A block that
     stops inside a line is completed with the rest of that line (however long), so
-    no line is ever split and each chunk is copied at most once."""
+    no line is ever split.  A line running more than `LINE_STEP` past the block is
+    read in steps into one growing buffer that becomes the chunk without a copy: a
+    chunk holding a line of n bytes costs about n bytes, not the 2-3 n of joining
+    pieces."""
     while True:
         block = stream.read(size)
         if not block:
             return
         if not block.endswith(b"\n"):
-            rest = stream.readline()
-            if rest:
-                block += rest
+            rest = stream.readline(LINE_STEP)
+            if rest.endswith(b"\n") or len(rest) < LINE_STEP:
+                if rest:
+                    block += rest
+            else:
+                block = _rest_of_long_line(stream, block, rest)
         yield block
+
+
+def _rest_of_long_line(stream: BinaryIO, block: bytes, rest: bytes) -> bytes:
+    """`block + rest +` the rest of the line, read `LINE_STEP` at a time into a BytesIO
+    (it grows by reallocation, in place for a large buffer, and `getvalue` hands its
+    bytes over without a copy)."""
+    buf = io.BytesIO()
+    buf.write(block)
+    del block
+    buf.write(rest)
+    while not rest.endswith(b"\n"):
+        rest = stream.readline(LINE_STEP)
+        if not rest:
+            break
+        buf.write(rest)
+    del rest
+    return buf.getvalue()
 
 
 def decode_line(raw: bytes) -> str:
     if raw.endswith(b"\r"):
         raw = raw[:-1]
     return raw.decode("utf-8", "replace")
+
+
+def line_text(chunk: bytes, start: int, end: int) -> str:
+    """`decode_line(chunk[start:end])`, a long line decoded from a view of the chunk
+    (its bytes are not copied first)."""
+    if end > start and chunk[end - 1] == 13:
+        end -= 1
+    if end - start < LONG_LINE:
+        return chunk[start:end].decode("utf-8", "replace")
+    return str(memoryview(chunk)[start:end], "utf-8", "replace")
+
+
+def rule_text(chunk: bytes, start: int, end: int) -> str:
+    """The text of the line `chunk[start:end]` that rules and line facts read: `line_text`
+    of its first `RULE_TEXT_BYTES` bytes (a longer line is cut: its text would cost one to
+    four times its bytes again; the patterns are matched against the whole line, so its
+    hits and captures are kept).  The caller records a cut (`rule_text_cut`)."""
+    if end - start > RULE_TEXT_BYTES:
+        end = start + RULE_TEXT_BYTES
+    return line_text(chunk, start, end)
+
+
+def rule_text_cut(start: int, end: int) -> bool:
+    """Whether `rule_text` cuts the line `[start:end]`."""
+    return end - start > RULE_TEXT_BYTES
+
+
+def span_is_utf8(buf: bytes, start: int, end: int) -> bool:
+    """Whether `buf[start:end]` is valid UTF-8, decoded `LINE_STEP` bytes at a time."""
+    dec = codecs.getincrementaldecoder("utf-8")("strict")
+    try:
+        for b in range(start, end, LINE_STEP):
+            dec.decode(buf[b:min(end, b + LINE_STEP)])
+        dec.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def span_isascii(buf: bytes, start: int, end: int) -> bool:
+    """`buf[start:end].isascii()`, copying at most `LINE_STEP` bytes at a time."""
+    if end - start < LONG_LINE:
+        return buf[start:end].isascii()
+    for b in range(start, end, LINE_STEP):
+        if not buf[b:min(end, b + LINE_STEP)].isascii():
+            return False
+    return True
 
 
 def iter_lines(chunk: bytes) -> Iterator[tuple[int, int]]:
