@@ -16,7 +16,9 @@ runs it, with a fresh cache folder where the column says cold:
 - attr warm    the same again
 - lsp publish  a language server started on the two folders: seconds to its first diagnostics
 - lsp lint     ... to the publish of its first lint findings (its first lint, cold)
-- lsp relint   an edit that adds a rule overlapping another: seconds to its RK306/RK307
+- lsp relint   the warm one-edit re-lint: an edit of one file that adds a rule overlapping
+               another, seconds from the didChange to the publish of its RK306/RK307 (the
+               server's lint delay, 750 ms by default or --lint-delay-ms, included)
 
 Also printed: CPU seconds of each command (user + system, `[.. cpu]`: on a shared
 machine the load-independent cost; its exponent on the `k cpu` rows), the ratio of
@@ -26,7 +28,7 @@ consecutive sizes, N = the extractors the lint sees (bundled + generated).  A
 command that exceeds --timeout is reported as `>T`; its exponent is a lower bound.
 
     .venv/bin/python bench/corpus_scale.py [--sizes 500,2000,5000] [--timeout 1800]
-        [--code DIR] [--only lint_cold,lsp] [--json FILE]
+        [--code DIR] [--only lint_cold,lsp] [--json FILE] [--lint-delay-ms MS]
 
 --code DIR runs the rulekit of another checkout (a `git worktree` or `git archive`
 of an older commit, with `rulekit_lsp` linked to its `lsp/`): the before of a
@@ -67,6 +69,7 @@ def _env(code: Path | None, cache: Path) -> dict[str, str]:
 
 
 _CODE: list[Path] = []  # the --code checkout, when given
+_DELAY: list[int] = []  # --lint-delay-ms, when given (else the server's default)
 
 
 def _cwd(env: dict[str, str]) -> str:
@@ -171,7 +174,8 @@ async def _lsp(folders: list[Path], gen: Path, env: dict[str, str], timeout: flo
     start = time.perf_counter()
     await client.initialize_async(T.InitializeParams(
         capabilities=T.ClientCapabilities(), root_uri=gen.as_uri(),
-        initialization_options={"ruleFolders": [str(f) for f in folders]}))
+        initialization_options={"ruleFolders": [str(f) for f in folders],
+                                **({"lintDelayMs": _DELAY[0]} if _DELAY else {})}))
     client.initialized(T.InitializedParams())
 
     async def until(pred, since: float) -> float | None:
@@ -341,7 +345,11 @@ def main() -> None:
     ap.add_argument("--code", type=Path, default=None, help="the checkout whose rulekit to run (default: this one)")
     ap.add_argument("--only", default="", help="comma-separated columns (check, lint, test, attr, lsp)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
+    ap.add_argument("--lint-delay-ms", type=int, default=None,
+                    help="the language server's lint delay after an edit (default: the server's, 750 ms)")
     args = ap.parse_args()
+    if args.lint_delay_ms is not None:
+        _DELAY.append(args.lint_delay_ms)
     only = {c for c in args.only.split(",") if c}
     if args.code is not None:
         _CODE.append(args.code.resolve())
@@ -357,12 +365,16 @@ def main() -> None:
         print(f"# {n} generated rules measured in {time.perf_counter() - t:.0f} s: "
               + json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(f"corpus_scale: code {args.code or ROOT}, load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, "
-          f"bundled extractors {bundled_n}")
+          f"bundled extractors {bundled_n}, lsp lint delay "
+          f"{str(args.lint_delay_ms) + ' ms' if args.lint_delay_ms is not None else 'the default (750 ms)'}")
     print(table(rows, bundled_n, args.timeout))
     for row in rows:
         for k in ("lint_findings_cold", "lint_findings_memo"):
             if row.get(k):
                 print(f"{row['generated']:>5} {k}: {row[k]}")
+        if row.get("lint_findings_cold") and row.get("lint_findings_memo"):
+            same = row["lint_findings_cold"] == row["lint_findings_memo"]
+            print(f"{row['generated']:>5} lint findings cold == memo: {'yes' if same else 'NO: they differ'}")
         if row.get("attr_verdict"):
             print(f"{row['generated']:>5} attribute verdict: {row['attr_verdict']}")
     if args.json:

@@ -4,8 +4,9 @@ An edit usually touches one `[[extractor]]` (or symptom, catalog ...) of a file
 that holds hundreds.  `ChunkedToml.parse(text)` splits the file at its top-level
 array-of-tables headers, parses each table with the loader's own
 `toml_frontend.parse_rules` on a text made of the file's preamble (the keys
-before the first header, e.g. `author`), blank lines up to the table (so every
-span keeps its line) and the table itself, and reuses the result of each table
+before the first header, e.g. `author`) and the table itself, read as if blank
+lines stood between them up to the table (`blank=`: so every span keeps its
+line, without a padded text to scan: linear in the file, not quadratic), and reuses the result of each table
 whose text and preamble did not change.  The pieces are merged in the order
 `parse_rules` produces (symptoms, outcome rules, then extractors, families,
 catalogs, metric rules, each in file order).
@@ -95,8 +96,9 @@ class ChunkedToml:
             key = (preamble, line, body)
             res = self._memo.get(key)
             if res is None:
-                pad = "\n" * (line - 1 - pre_lines)
-                res = parse_rules((preamble + "\n" if preamble else "") + pad + body, self.path)
+                # read at its line in the file: as if empty lines stood between the preamble and it
+                res = parse_rules((preamble + "\n" if preamble else "") + body, self.path,
+                                  blank=(pre_lines, line - 1 - pre_lines))
             else:
                 self.reused += 1
             memo[key] = res

@@ -587,6 +587,7 @@ class TestJob:
 
 
 _MEMO_READ = False
+MEMO_SAVE_INTERVAL_S = 60.0  # the lint memo is written after the first lint, then at most this often
 
 
 def _warm_lint_memo() -> None:
@@ -671,7 +672,8 @@ class LintJob:
             return []
         from rulekit.analysis.lint import save_memo
 
-        save_memo()  # only when it grew: the next server's first lint is then incremental too
+        # only when it grew, and not after every edit: the next server's first lint is then incremental too
+        save_memo(at_most_every=MEMO_SAVE_INTERVAL_S)
         return diags
 
 

@@ -7,6 +7,11 @@ that command (the toolkit helper is adding it), otherwise the comparison is
 check-only and says so in the test id's skip message for the lint part.
 Checked twice: through the workspace's pure analysis, and through the real
 server over stdio (diagnostics as published, converted back to rulekit spans).
+
+Both sides are told to load the bundled corpus underneath (`--bundled`, the server's
+`bundled` setting): a project file decides otherwise only where it is found, from the
+CLI's working folder but from the server's workspace root (`tests/lsp_fixtures/ws`
+has one that says `bundled = false`), and the comparison is of one corpus.
 """
 from __future__ import annotations
 
@@ -69,6 +74,7 @@ def start_cli(name: str) -> list[tuple[str, subprocess.Popen]]:
     for cmd in ["check"] + (["lint"] if cli_has("lint") else []):
         # lint as the server runs it: no pattern timing (RK308), no test run (coverage comes after "run all tests")
         extra = ["--no-cost", "--no-tests"] if cmd == "lint" else []
+        extra += ["--bundled"]  # as the server is configured below, whatever a project file says
         if cmd == "lint" and config:
             extra += ["--config", str(config)]
         if cmd == "lint" and sample:
@@ -118,7 +124,7 @@ def test_workspace_diagnostics_equal_cli(name: str):
     _, config, sample = CORPORA[name]
     # as `rulekit check DIR` and the server load a folder: the bundled rules underneath (unless it is them)
     under = [] if folder == bundled_rules_path().resolve() else [bundled_rules_path()]
-    c = Corpus([folder], Settings(lint_config=str(config) if config else None,
+    c = Corpus([folder], Settings(bundled=True, lint_config=str(config) if config else None,
                                   sample_log=str(sample) if sample else None), context=under)
     mine = {key(d.to_dict()) for ds in c.diagnostics_by_file().values() for d in ds}
     if cli_has("lint"):
@@ -147,7 +153,8 @@ async def client(lsp_client: LanguageClient, request):
     lsp_client.procs = cli_for(request.param)  # type: ignore[attr-defined]
     await lsp_client.initialize_session(T.InitializeParams(
         capabilities=pytest_lsp.client_capabilities("visual-studio-code"), root_uri=folder.as_uri(),
-        initialization_options={"ruleFolders": [str(folder)], "lintDelayMs": 10, "runTestsOnChange": False,
+        initialization_options={"ruleFolders": [str(folder)], "bundled": True, "lintDelayMs": 10,
+                                "runTestsOnChange": False,
                                 "lintConfig": str(config) if config else None,
                                 "sampleLog": str(sample) if sample else None}))
     yield
@@ -176,9 +183,6 @@ async def test_published_diagnostics_equal_cli(client: LanguageClient):
     deadline = asyncio.get_event_loop().time() + 90  # lint of the bundled corpus with its catalogs: tens of seconds
     while published() != want and asyncio.get_event_loop().time() < deadline:
         await asyncio.sleep(0.1)
-    if published() != want and client.corpus_name == "lsp-ws":  # type: ignore[attr-defined]
-        pytest.xfail("known: for a workspace folder loaded over the bundled corpus, the server has not published "
-                     "what `rulekit check`/`lint` report there (the bundled rules' overlaps with the folder's)")
     assert published() == want
 
 

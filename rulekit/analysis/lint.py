@@ -418,16 +418,20 @@ class _Memo:
     quarter (what a lookup found is moved to the end once the table is half full)."""
 
     LIMIT = 1_000_000
+    # tables of larger entries (a finished finding holds its witness and quick fixes,
+    # ~1 KB): a few times the findings of a corpus of thousands of rules
+    LIMITS = {"findings": 200_000, "rendered": 100_000}
 
     def __init__(self) -> None:
         self.tables: dict[str, dict] = {}
 
     def table(self, name: str) -> dict:
         t = self.tables.get(name)
+        limit = min(self.LIMIT, self.LIMITS.get(name, self.LIMIT))
         if t is None:
             t = self.tables[name] = {}
-        elif len(t) > self.LIMIT:
-            for k in list(itertools.islice(t, len(t) - self.LIMIT * 3 // 4)):
+        elif len(t) > limit:
+            for k in list(itertools.islice(t, len(t) - limit * 3 // 4)):
                 del t[k]
         return t
 
@@ -472,22 +476,32 @@ def load_memo() -> int:
     return n
 
 
-def save_memo() -> bool:
+def save_memo(at_most_every: float = 0.0) -> bool:
     """Write this process's lint memo to disk when it grew since the last save or load
     (so the next language server or `rulekit lint` starts warm); False when nothing
-    was new or the cache is disabled."""
+    was new or the cache is disabled.  at_most_every: seconds; a save sooner than that
+    after the last one is put off (the language server re-lints after every edit, and
+    writing the whole memo costs more than the re-lint itself at thousands of rules)."""
+    import time
+
     from rulekit.extract import diskcache
 
     names = _persisted()
     sizes = {name: len(_MEMO.tables.get(name, {})) for name in names}
     if all(sizes[n] <= _saved_sizes.get(n, 0) for n in names):
         return False
+    if at_most_every and _last_save and _last_save[0] is _MEMO and time.monotonic() - _last_save[1] < at_most_every:
+        return False
     with _LOCK:
         body = {name: dict(_MEMO.tables.get(name, {})) for name in names}
     ok = diskcache.store("lint-memo", _memo_key(), body)
     if ok:
         _saved_sizes.update(sizes)
+        _last_save[:] = [_MEMO, time.monotonic()]
     return ok
+
+
+_last_save: list = []  # [the memo, when (monotonic seconds)] this process last wrote it
 
 
 def _sig(r: Rule) -> tuple:
@@ -570,10 +584,90 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
     """RK306 / RK307.  A pair is reported when both rules fire on a real line (the
     benign sample or the corpus's own test lines: the witness is that line), or
     when the exact search constructs a line where their matches overlap.  focus: rule
-    names; only pairs with at least one of them are searched (default: every pair)."""
+    names; only pairs with at least one of them are searched (default: every pair).
+
+    With `index`, each pair's finished finding (or its absence) is kept in the memo
+    table "findings", keyed by what decides it: the two rules' content (name, pattern,
+    symptom and its rank, sources), the co-firing witness, whether each has a real
+    line the other lacks, and the search settings; never by position, so it survives
+    edits, and a re-lint after an edit searches only the pairs whose content changed
+    (the edited rule's).  The places come from the current rules."""
     hits = scan.hits
     out = []
     budget, rep = int(cfg["overlap_state_budget"]), int(cfg["max_repeat_expansion"])
+    shared = int(cfg["overlap_min_shared"])
+    settings_key = (budget, rep, shared)
+    memo = _MEMO.table("findings") if index else None
+    rendered = _MEMO.table("rendered") if index else None
+    ranks: dict[str | None, int | None] = {}
+    content: dict[str, tuple] = {}
+
+    def rank(r: Rule) -> int | None:
+        sym = _symptom(r)
+        if sym not in ranks:
+            ranks[sym] = _rank(engine, sym)
+        return ranks[sym]
+
+    def content_of(r: Rule) -> tuple:
+        got = content.get(r.name)
+        if got is None:
+            got = content[r.name] = (r.name, r.match_re, _symptom(r), rank(r), tuple(r.sources or ()))
+        return got
+
+    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint, cfg, index):
+        if focus is not None and a.name not in focus and b.name not in focus:
+            continue
+        if checkpoint is not None:
+            checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
+        witness, method = None, None
+        if cofire is not None:
+            witness, method = scan.text[cofire], ("sample" if cofire < scan.cut else "test line")
+        ha, hb = hits.get(a.name) or _EMPTY, hits.get(b.name) or _EMPTY
+        # a real line one matches and the other does not (disproves containment)
+        only_a, only_b = not ha <= hb, not hb <= ha
+        key = None
+        if memo is not None:
+            key = (content_of(a), content_of(b), witness, method, only_a, only_b, settings_key)
+            got = memo.get(key, _NONE)
+            if got is not _NONE:
+                if got is not None:
+                    out.append(_rerender(rendered, key, got, a, b))
+                continue
+        found = _pair_finding(a, b, witness, method, only_a, only_b, budget, rep, shared, rank)
+        if memo is not None:
+            memo[key] = found
+        if found is not None:
+            out.append(_render(found, a, b))
+    return out
+
+
+_EMPTY: frozenset = frozenset()
+
+
+def _rerender(rendered: dict, key: tuple, found: tuple, a: Rule, b: Rule) -> Diagnostic:
+    """`_render`, reusing the Diagnostic of the last lint when its two places did not
+    move (most of a corpus after an edit: only the edited file's lines move)."""
+    here, there = (a, b) if found[1] else (b, a)
+    d = rendered.get(key)
+    if d is not None and d.span == _where(here) and d.related[0].span == _where(there):
+        return d
+    d = rendered[key] = _render(found, a, b)
+    return d
+
+
+def _render(found: tuple, a: Rule, b: Rule) -> Diagnostic:
+    """A finished finding (`_pair_finding`) at the current places of its two rules."""
+    code, first_is_a, message, related, data = found
+    here, there = (a, b) if first_is_a else (b, a)
+    return Diagnostic(code, message, _where(here), related=(Related(_where(there), related),), data=dict(data))
+
+
+def _pair_finding(a: Rule, b: Rule, witness: str | None, method: str | None, only_a: bool, only_b: bool,
+                  budget: int, rep: int, shared: int, rank: Callable[[Rule], int | None]) -> tuple | None:
+    """The RK306 / RK307 finding of one candidate pair, as (code, located at `a`?,
+    message, the related place's message, data), or None: a pure function of the
+    two rules' content, the co-firing witness (`witness`, `method`) and whether each
+    matches a real line the other does not (`only_a`, `only_b`)."""
 
     def nfa(r: Rule) -> OV.NFA | None:
         return _nfa(r.match_re, rep)
@@ -591,69 +685,59 @@ def overlap_checks(rules: Sequence[Rule], scan: SampleScan, cfg: Mapping[str, An
     def search(kind: str, fn, x: Rule, y: Rule, *more):
         return _memo_search(kind, lambda *_: fn(nfa(x), nfa(y), *more), x.match_re, y.match_re, *more)
 
-    for a, b, cofire in candidate_pairs(rules, hits, bool(cfg["overlap_all_pairs"]), checkpoint, cfg, index):
-        if focus is not None and a.name not in focus and b.name not in focus:
-            continue
-        if checkpoint is not None:
-            checkpoint()  # the caller may pause us here (the language server, while an edit is analysed)
-        both = supported(a) and supported(b)
-        witness, method = None, None
-        if cofire is not None:
-            witness, method = scan.text[cofire], ("sample" if cofire < scan.cut else "test line")
-        elif both:
-            res = search("overlap", OV.overlap, a, b, budget, rep, int(cfg["overlap_min_shared"]))
-            if res.found and res.witness is not None and _confirm(res.witness, a, b):
-                witness, method = res.witness, "exact" if res.exact else "approximate"
-        if witness is None:
-            continue
-        # shadowing: is one contained in the other?
-        shadow = None
-        if both:
-            for big, small in ((a, b), (b, a)):
-                # cheap exact disproof first: a line `small` matches that `big` does not
-                short = _memo_search("shortest", lambda *_, s=small: OV.shortest_line(nfa(s), budget, rep),
-                                     small.match_re, budget, rep)
-                if short is not None and compile_pattern(big.match_re).search(short) is None:
-                    continue
-                if hits.get(small.name, set()) - hits.get(big.name, set()):
-                    continue  # a real line `small` matches and `big` does not
-                c = search("contains", OV.contains, big, small, budget, rep)
-                if c.found is True and c.exact:
-                    shadow = (big, small)
-                    break
-        ra, rb = _rank(engine, _symptom(a)), _rank(engine, _symptom(b))
-        if shadow:
-            big, small = shadow
-            rbig, rsmall = _rank(engine, _symptom(big)), _rank(engine, _symptom(small))
-            if rbig is not None and rsmall is not None:
-                if rbig > rsmall:
-                    verdict = (f"`{big.name}` ({_symptom(big)}, rank {rbig}) wins on every such line, so `{small.name}` "
-                               f"({_symptom(small)}, rank {rsmall}) can never decide the root cause on its own")
-                elif rbig < rsmall:
-                    verdict = (f"`{small.name}` ({_symptom(small)}, rank {rsmall}) outranks `{big.name}` "
-                               f"({_symptom(big)}, rank {rbig}) on those lines, so it can still decide the root cause; "
-                               f"`{big.name}` adds {_symptom(big)} evidence on every one of them")
-                else:
-                    verdict = f"both rank {rbig}: the earliest evidence decides, which makes attribution order-dependent"
+    both = supported(a) and supported(b)
+    if witness is None and both:
+        res = search("overlap", OV.overlap, a, b, budget, rep, shared)
+        if res.found and res.witness is not None and _confirm(res.witness, a, b):
+            witness, method = res.witness, "exact" if res.exact else "approximate"
+    if witness is None:
+        return None
+    # shadowing: is one contained in the other?
+    shadow = None
+    if both:
+        for big, small, small_only in ((a, b, only_b), (b, a, only_a)):
+            # cheap exact disproof first: a line `small` matches that `big` does not
+            short = _memo_search("shortest", lambda *_, s=small: OV.shortest_line(nfa(s), budget, rep),
+                                 small.match_re, budget, rep)
+            if short is not None and compile_pattern(big.match_re).search(short) is None:
+                continue
+            if small_only:
+                continue  # a real line `small` matches and `big` does not
+            c = search("contains", OV.contains, big, small, budget, rep)
+            if c.found is True and c.exact:
+                shadow = (big, small)
+                break
+    ra, rb = rank(a), rank(b)
+    if shadow:
+        big, small = shadow
+        rbig, rsmall = rank(big), rank(small)
+        if rbig is not None and rsmall is not None:
+            if rbig > rsmall:
+                verdict = (f"`{big.name}` ({_symptom(big)}, rank {rbig}) wins on every such line, so `{small.name}` "
+                           f"({_symptom(small)}, rank {rsmall}) can never decide the root cause on its own")
+            elif rbig < rsmall:
+                verdict = (f"`{small.name}` ({_symptom(small)}, rank {rsmall}) outranks `{big.name}` "
+                           f"({_symptom(big)}, rank {rbig}) on those lines, so it can still decide the root cause; "
+                           f"`{big.name}` adds {_symptom(big)} evidence on every one of them")
             else:
-                verdict = "their symptoms are set at run time (templates), so the winner depends on the line"
-            out.append(Diagnostic(
-                "RK307", f"every line `{small.name}` matches is also matched by `{big.name}` (e.g. {witness!r}); {verdict}",
-                _where(small), related=(Related(_where(big), f"`{big.name}` is defined here"),),
-                data={"rule": small.name, "other": big.name, "witness": witness, "method": method,
-                      "fix": _fix(witness, win := (big if (rbig or 0) >= (rsmall or 0) else small)),
-                      "fix_case": _fix_case(witness, small, big, win)}))
-            continue
-        later, first = (b, a)
-        out.append(Diagnostic(
-            "RK306", f"`{later.name}` and `{first.name}` both match {witness!r}"
+                verdict = f"both rank {rbig}: the earliest evidence decides, which makes attribution order-dependent"
+        else:
+            verdict = "their symptoms are set at run time (templates), so the winner depends on the line"
+        win = big if (rbig or 0) >= (rsmall or 0) else small
+        return ("RK307", small is a,
+                f"every line `{small.name}` matches is also matched by `{big.name}` (e.g. {witness!r}); {verdict}",
+                f"`{big.name}` is defined here",
+                {"rule": small.name, "other": big.name, "witness": witness, "method": method,
+                 "fix": _fix(witness, win), "fix_case": _fix_case(witness, small, big, win)})
+    later, first = (b, a)
+    win = first if (ra or 0) >= (rb or 0) else later
+    return ("RK306", False,
+            f"`{later.name}` and `{first.name}` both match {witness!r}"
             + (f" ({_symptom(first)} rank {ra} vs {_symptom(later)} rank {rb})" if ra is not None and rb is not None else "")
             + _WITNESS_NOTE.get(method or "", ""),
-            _where(later), related=(Related(_where(first), f"`{first.name}` is defined here"),),
-            data={"rule": later.name, "other": first.name, "witness": witness, "method": method,
-                  "fix": _fix(witness, win := (first if (ra or 0) >= (rb or 0) else later)),
-                  "fix_case": _fix_case(witness, later, first, win)}))
-    return out
+            f"`{first.name}` is defined here",
+            {"rule": later.name, "other": first.name, "witness": witness, "method": method,
+             "fix": _fix(witness, win), "fix_case": _fix_case(witness, later, first, win)})
 
 
 # ---- the whole lint ---------------------------------------------------------------------------------

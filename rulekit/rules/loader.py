@@ -882,9 +882,14 @@ def apply_suppressions(diags: list[Diagnostic], texts: dict[str, str]) -> list[D
     from rulekit.codes import lookup
 
     cache: dict[str, list[str]] = {}
+    quiet: dict[str, bool] = {}  # file -> has no `rulekit:` comment (asked once per file, not per diagnostic)
     out = []
     for d in diags:
-        if d.span is None or d.span.file not in texts or "rulekit:" not in texts[d.span.file]:
+        f = d.span.file if d.span is not None else None
+        plain = quiet.get(f) if f is not None else True
+        if plain is None:
+            plain = quiet[f] = f not in texts or "rulekit:" not in texts[f]
+        if plain:
             out.append(d)  # (a file without a `rulekit:` comment suppresses nothing: no need to split it)
             continue
         lines = cache.setdefault(d.span.file, split_lines(texts[d.span.file]))

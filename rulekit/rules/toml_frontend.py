@@ -72,14 +72,20 @@ class Region:
 class Locator:
     """Finds the lines of tables and keys in TOML text (tomllib gives no positions)."""
 
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, blank: tuple[int, int] = (0, 0)):
+        """blank: (after line, count): the text is read as if `count` empty lines stood
+        after its line `after` (a table parsed apart from its file, at its place in it,
+        without a text of thousands of empty lines to split and scan)."""
         self.path = path
-        self.lines = split_lines(text)
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()
+        lines = split_lines(text)
+        if lines and lines[-1] == "":
+            lines.pop()
+        at, count = blank
         self.headers: list[tuple[int, str, bool]] = []  # (line, dotted name, is_array)
         in_multiline: str | None = None
-        for i, line in enumerate(self.lines, start=1):
+        for i, line in enumerate(lines, start=1):
+            if i > at:
+                i += count
             if in_multiline:
                 if line.count(in_multiline) % 2 == 1:
                     in_multiline = None
@@ -91,6 +97,9 @@ class Locator:
             if m and not in_multiline:
                 name = ".".join(p.strip().strip('"') for p in m.group(2).split("."))
                 self.headers.append((i, name, m.group(1) == "[["))
+        if count:
+            lines[at:at] = [""] * count
+        self.lines = lines
         self.n = len(self.lines)
 
     def _end_after(self, line: int, name: str) -> int:
@@ -242,9 +251,9 @@ def inline_parts(line_text: str, path: str, line: int, start: int = 0, prefix: s
 
 
 class _Ctx:
-    def __init__(self, text: str, path: str):
+    def __init__(self, text: str, path: str, blank: tuple[int, int] = (0, 0)):
         self.path = path
-        self.loc = Locator(text, path)
+        self.loc = Locator(text, path, blank)
         self.diags: list[Diagnostic] = []
         self.default_author = "unknown"
 
@@ -329,15 +338,19 @@ def toml_error_span(exc: Exception, text: str, path: str) -> Span:
     return Span(path, 1, 1)
 
 
-def parse_rules(text: str, path: str) -> tuple[RuleSet, list[Diagnostic]]:
-    """Parse one TOML rule file."""
+def parse_rules(text: str, path: str, blank: tuple[int, int] = (0, 0)) -> tuple[RuleSet, list[Diagnostic]]:
+    """Parse one TOML rule file.  blank: (after line, count), as `Locator` takes it: the
+    parse of the text with `count` empty lines inserted after its line `after`."""
     out = RuleSet(files=[path])
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
+        if blank[1]:  # positions of the text as it stands in its file
+            lines = text.split("\n")
+            return parse_rules("\n".join(lines[:blank[0]] + [""] * blank[1] + lines[blank[0]:]), path)
         msg = _TOML_POS.sub("", str(e)).strip()
         return out, [Diagnostic("RK002", f"TOML syntax error: {msg}", toml_error_span(e, text, path))]
-    ctx = _Ctx(text, path)
+    ctx = _Ctx(text, path, blank)
     top = ctx.loc.top()
     ctx.check_keys(data, TOP_KEYS, top, "a rule file")
     author = ctx.typed(data, "author", str, top, "the file", default=None)
