@@ -25,21 +25,24 @@ Seeds = tuple[tuple[str, tuple[str, ...]], ...]  # (lookup table, its names in o
 
 KEEP = 8  # templates kept: the schema's, the event types', the corpus's rule list, the latest line tests' groups
 
-_templates: "OrderedDict[tuple, tuple[sqlite3.Connection, dict[str, dict[str, int]]]]" = OrderedDict()
+Ids = dict[str, dict[str, int]]  # {table: {name: id}}
+ById = dict[str, dict[int, str]]  # {table: {id: name}}
+_templates: "OrderedDict[tuple, tuple[sqlite3.Connection, Ids, ById]]" = OrderedDict()
 _lock = threading.Lock()
 
 
-def fresh_memory_db(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, dict[str, int]]]:
+def fresh_memory_db(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, Ids, ById]:
     """(a new in-memory connection holding `schema` and the `seeds` rows, {table: {name: id}}
-    of those rows: the caller's copy)."""
+    of those rows: the caller's copy, {table: {id: name}} of them: shared by every copy of
+    the template, never to be changed)."""
     with _lock:
-        template, ids = _template(schema, seeds)
+        template, ids, by_id = _template(schema, seeds)
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         template.backup(conn)
-    return conn, {table: dict(names) for table, names in ids.items()}
+    return conn, {table: dict(names) for table, names in ids.items()}, by_id
 
 
-def _template(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, dict[str, int]]]:
+def _template(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, Ids, ById]:
     """The template of `seeds` on `schema`: a copy of the one of all seeds but the last, with
     the last one's rows (so a rule list seen once, a line test's, costs a copy and its
     few rows, not the schema script; the shorter templates stay the most recently used)."""
@@ -53,7 +56,7 @@ def _template(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, 
     if not seeds:
         conn.executescript(schema)
     else:
-        base, base_ids = _template(schema, seeds[:-1])
+        base, base_ids, _ = _template(schema, seeds[:-1])
         base.backup(conn)
         ids = {table: dict(names) for table, names in base_ids.items()}
         table, names = seeds[-1]
@@ -65,7 +68,7 @@ def _template(schema: str, seeds: Seeds) -> tuple[sqlite3.Connection, dict[str, 
         conn.executemany(f"INSERT INTO {table}(id, name) VALUES (?, ?)", enumerate(new, first))
         conn.execute("COMMIT")
         known.update(zip(new, range(first, first + len(new))))
-    got = _templates[key] = (conn, ids)
+    got = _templates[key] = (conn, ids, {table: {i: name for name, i in names.items()} for table, names in ids.items()})
     while len(_templates) > KEEP:
         _templates.popitem(last=False)[1][0].close()
     return got

@@ -74,7 +74,8 @@ class Session:
         self.fleet = fleet  # the fleet's memory of the job's nodes; None: judged on its own evidence
         self._own_manager = manager is None
         opts = engine.options  # rulekit.config.EngineOptions, given to the engine at the edge
-        self.manager = manager or EventManager(engine.rule_names(), buffer_size=opts.buffer_size,
+        names = engine.derived("rule names", lambda: tuple(engine.rule_names()))
+        self.manager = manager or EventManager(names, buffer_size=opts.buffer_size,
                                                spill_threshold=opts.spill_rows, spill_bytes=opts.spill_bytes)
         self.context_id = self.manager.context(context or f"{job.id}#{next(_counter)}")
         self._extraction = ExtractionPhase(engine, self.manager, self.context_id, job,
