@@ -53,7 +53,7 @@ from dataclasses import field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from rulekit.rules.records import dataclass
-from rulekit.engine.freshdb import fresh_memory_db
+from rulekit.engine.freshdb import fresh_memory_db, give_back
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
@@ -61,6 +61,8 @@ from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attr
 from rulekit.extract.linectx import NO_YEAR
 
 _EVENT_TYPES = tuple(et.value for et in EventType)
+_CLOSED = sqlite3.connect(":memory:", check_same_thread=False)  # a closed store's `conn`: any use raises, as
+_CLOSED.close()  # the use of a closed connection does
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -279,8 +281,10 @@ class EventManager:
         # from there, not SQLite (`names_by_id`); a store at a path may hold rows of earlier runs
         self._ids_complete = path is None
         self._by_id: dict[str, tuple[int, dict[int, str]]] = {}  # table -> (entries inverted, id -> name)
+        self._template: Any = None  # a `freshdb` copy's handle (the connection is given back at close)
         if path is None:  # a copy of a template with the schema, the event types and these rules (`freshdb`)
-            self.conn, seeded, by_id = fresh_memory_db(SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
+            self.conn, seeded, by_id, self._template = fresh_memory_db(
+                SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
             self._ids.update(seeded)
             self._by_id.update((t, (len(seeded[t]), by_id[t])) for t in seeded)  # (the template's: shared)
         else:
@@ -661,8 +665,12 @@ class EventManager:
 
     # ---- lifetime ----
     def close(self, flush: bool = True) -> None:
-        """Flush (or with flush=False discard) buffered events, release the connection and
-        delete private spill files."""
+        """Flush (or with flush=False discard) buffered events, release the connection (an
+        in-memory one that never spilled goes back to `freshdb`, wiped, for the next store)
+        and delete private spill files."""
+        self._close(flush, give=True)
+
+    def _close(self, flush: bool, give: bool) -> None:
         if self._closed:
             return
         self._closed = True
@@ -674,7 +682,11 @@ class EventManager:
                 self._late.clear()
                 self.pending.clear()
             self._kept.clear()
-            self.conn.close()
+            if give and self._template is not None and not self.spilled:
+                conn, self.conn = self.conn, _CLOSED  # (no use after close reaches the next store's copy)
+                give_back(conn, self._template)
+            else:
+                self.conn.close()
         finally:
             if self._private_dir:
                 shutil.rmtree(self._private_dir, ignore_errors=True)
@@ -682,7 +694,7 @@ class EventManager:
 
     def __del__(self) -> None:
         try:
-            self.close(flush=False)
+            self._close(flush=False, give=False)  # (a finalizer takes no lock: the connection is closed)
         except Exception:
             pass
 
