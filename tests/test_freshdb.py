@@ -1,12 +1,15 @@
 """`engine.freshdb`: an in-memory event store is a copy of a template, and is the store
 the schema script and the store's own lookups would build: same tables, same rows,
 same ids; copies are independent of each other and of the template; a forked process
-uses its own template; no more than `KEEP` templates are held."""
+uses its own template; no more than `KEEP` templates are held; a copy given back is
+wiped to the template (or closed when it cannot be) and handed to the next store."""
 from __future__ import annotations
 
 import os
 import sqlite3
 from types import SimpleNamespace
+
+import pytest
 
 from rulekit.engine import freshdb
 from rulekit.engine.store import SCHEMA, EventManager
@@ -84,3 +87,97 @@ def test_templates_kept_are_bounded():
     for k in range(freshdb.KEEP + 5):
         freshdb.fresh_memory_db(SCHEMA, (("rules", (f"Rule{k}",)),))[0].close()
     assert len(freshdb._templates) <= freshdb.KEEP
+
+
+def _fill(m: EventManager, n: int, ctx_name: str = "job") -> None:
+    ctx = m.context(ctx_name)
+    oc = m.observation_context(ctx, "syslog", "text", None, None, "syslog")
+    for i in range(n):
+        m.add(m.row(ctx, "bad_node", "XidRule", oc, None, i + 1, f"line {i} " + "x" * 40, "n1", "XID_79", {"i": i}))
+    m.lookup("rules", "AddedLater")
+    m.add_repeats([(ctx, oc, "XidRule", "bad_node", "XID_79", "n1", 3, 1, 3, None)])
+    m.checkpoint(ctx)
+    m.flush()
+
+
+def test_a_closed_store_gives_its_copy_back_as_new():
+    """The next store gets the same connection, wiped to the template: the same dump as a
+    copy never used, ids from 1 again, the lookup rows a store added gone."""
+    never_used = EventManager(RULES)
+    pristine = _dump(never_used.conn)
+    used = EventManager(RULES)
+    conn = used.conn
+    _fill(used, 3)
+    assert used.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 3
+    used.close()
+    again = EventManager(RULES)
+    try:
+        assert again.conn is conn  # the copy given back
+        assert _dump(again.conn) == pristine
+        assert again._ids == never_used._ids and "AddedLater" not in again._ids["rules"]
+        ctx = again.context("job")
+        assert ctx == 1 and again.insert_now(again.row(ctx, "bad_node", "XidRule", None, None, 1, "l", "n1",
+                                                       "XID_79", {})) == 1
+        assert again.conn.execute("SELECT MAX(id) FROM events").fetchone()[0] == 1
+    finally:
+        again.close()
+        never_used.close()
+
+
+def test_a_closed_store_cannot_reach_the_copy_it_gave_back():
+    m = EventManager(RULES)
+    m.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        m.conn.execute("SELECT 1")
+
+
+def test_a_copy_that_grew_or_spilled_is_closed_not_kept():
+    big = EventManager(RULES)
+    conn = big.conn
+    _fill(big, 2000)  # more pages than the template: its memory is not kept
+    big.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+    spilled = EventManager(RULES, spill_threshold=10, buffer_size=4)
+    first = spilled.conn
+    _fill(spilled, 50)
+    assert spilled.spilled
+    spilled.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        first.execute("SELECT 1")
+    fresh = EventManager(RULES)
+    try:
+        assert fresh.conn is not conn and fresh.conn is not first
+        assert fresh.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 0
+    finally:
+        fresh.close()
+
+
+def test_a_copy_left_in_a_transaction_or_changed_in_its_template_rows_is_closed():
+    m = EventManager(RULES)
+    conn = m.conn
+    conn.execute("BEGIN")
+    m.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+    m = EventManager(RULES)
+    conn = m.conn
+    conn.execute("DELETE FROM rules WHERE name = 'OomKiller'")  # (the store never does: checked all the same)
+    m.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
+
+
+def test_copies_kept_are_bounded():
+    stores = [EventManager(RULES) for _ in range(freshdb.SPARE + 4)]
+    conns = [s.conn for s in stores]
+    for s in stores:
+        s.close()
+    alive = 0
+    for c in conns:
+        try:
+            c.execute("SELECT 1")
+            alive += 1
+        except sqlite3.ProgrammingError:
+            pass
+    assert alive <= freshdb.SPARE

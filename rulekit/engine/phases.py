@@ -307,7 +307,7 @@ class ExtractionPhase:
         self._told: dict[int, int] = {}  # worker -> how much of `_capped` it was told
         self._order = StoreOrder(manager.add, manager.next_id)  # ids as one read of the file gives them
         self._roles: dict[int, tuple] = {}  # id(plan rules) -> (rules, `rule_role` of each)
-        self._fallback_names = frozenset(a.name for a in engine.accumulators if a.fallback)
+        self._fallback_names = fallback_names(engine)
         # lines whose text rules read cut (`scan.rule_text`): [count, longest, where the first is]
         self.cut_lines: list = [0, 0, ""]
         self._cut_last: tuple = ()
@@ -449,10 +449,10 @@ class ExtractionPhase:
 
     def roles(self, rules: "tuple[ExtractorRule | AccumulatorRule, ...]") -> tuple[str | None, ...]:
         """Per rule index of a plan's rules, what its hit says of its line (`rule_role`),
-        worked out once."""
-        got = self._roles.get(id(rules))
-        if got is None or got[0] is not rules:
-            got = self._roles[id(rules)] = (rules, tuple(rule_role(r) for r in rules))
+        worked out once per corpus (the plans' rule tuples live as long as the engine)."""
+        got = self.engine.derived(("roles", id(rules)), lambda: (rules, tuple(rule_role(r) for r in rules)))
+        if got[0] is not rules:  # (an id reused by another tuple: not the engine's own)
+            return tuple(rule_role(r) for r in rules)
         return got[1]
 
     def _news_for(self, worker: int) -> list[tuple[int, tuple]] | None:
@@ -832,21 +832,36 @@ class _ActiveAccumulator:
 # ---- phase 2: filtering ----------------------------------------------------------------------------
 
 
+def fallback_names(engine: RuleEngine) -> frozenset[str]:
+    """The fallback accumulators' names (`AccumulatorRule.fallback`), once per corpus."""
+    return engine.derived("fallback names", lambda: frozenset(a.name for a in engine.accumulators if a.fallback))
+
+
+def _filter_phases(engine: RuleEngine) -> tuple[tuple[Any, str], ...]:
+    """(filter, the trace's phase name: its stratum) in corpus order, once per corpus."""
+    def build() -> tuple[tuple[Any, str], ...]:
+        out = []
+        for rule in engine.filters:
+            stratum = stratum_of(rule.priority, FilterPriority)
+            out.append((rule, f"filter:{stratum.name if stratum else rule.priority}"))
+        return tuple(out)
+    return engine.derived("filter phases", build)
+
+
 class FilterPhase:
     """Every filter in corpus order (stratum, then priority); each runs as the
     stream's current rule, so its changes need not name it."""
 
     def apply(self, state: AttributionState) -> None:
         # fallback events on lines other events explain go first (rulekit.engine.explained)
-        fallbacks = frozenset(a.name for a in state.engine.accumulators if a.fallback)
+        fallbacks = fallback_names(state.engine)
         if fallbacks:
             with state.stream.running(None, "filter:EXPLAINED"):
                 drop_explained(state.stream, fallbacks)
-        for rule in state.engine.filters:
-            stratum = stratum_of(rule.priority, FilterPriority)
+        for rule, phase in _filter_phases(state.engine):
             ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,
                                 state.limits, state.engine.config.clock_skew_seconds, fleet=state.fleet)
-            with state.stream.running(rule.name, f"filter:{stratum.name if stratum else rule.priority}"):
+            with state.stream.running(rule.name, phase):
                 state.run_rule(rule.name, lambda: rule.func(ctx))
 
 
@@ -854,6 +869,16 @@ class FilterPhase:
 
 
 _sort_key = event_order_key  # one explicit order everywhere (rulekit/engine/ordering.py)
+
+
+def _refiners(engine: RuleEngine, step: str) -> tuple:
+    """The refiners of one step (their stratum: SCRUB, FINAL, POST_OUTCOME), in order, once per corpus."""
+    def build() -> dict[str, tuple]:
+        rs = engine.refiners
+        return {"scrub": tuple(r for r in rs if r.priority < RefinerPriority.FINAL),
+                "final": tuple(r for r in rs if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME),
+                "post_outcome": tuple(r for r in rs if r.priority >= RefinerPriority.POST_OUTCOME)}
+    return engine.derived("refiners by step", build)[step]
 
 
 class RefinementPhase:
@@ -877,7 +902,7 @@ class RefinementPhase:
         for step in self.STEPS:
             getattr(self, step)(state)
 
-    def _run(self, state: AttributionState, rules: list, make_ctx: Callable[[Any], RefinerContext]) -> None:
+    def _run(self, state: AttributionState, rules: tuple, make_ctx: Callable[[Any], RefinerContext]) -> None:
         with state.stream.frozen():
             for rule in rules:
                 ctx = make_ctx(rule)
@@ -900,7 +925,7 @@ class RefinementPhase:
                 node_set = node_sets[node] = SymptomSet(reg, node, state.trace, "refine:SCRUB")
             node_set.put_many(symptom, node, ids)
         state.node_sets = node_sets
-        scrub = [r for r in state.engine.refiners if r.priority < RefinerPriority.FINAL]
+        scrub = _refiners(state.engine, "scrub")
         skew = state.engine.config.clock_skew_seconds
         for node in sorted(node_sets, key=lambda n: (n is None, n or "")):
             self._run(state, scrub, lambda rule: RefinerContext(node_sets[node], node_sets, state.stream, state.job,
@@ -909,7 +934,7 @@ class RefinementPhase:
 
     def final(self, state: AttributionState) -> None:
         state.job_set = job_set = self._aggregate(state, "refine:FINAL")
-        final = [r for r in state.engine.refiners if RefinerPriority.FINAL <= r.priority < RefinerPriority.POST_OUTCOME]
+        final = _refiners(state.engine, "final")
         self._run(state, final, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,
                                                             state.engine.registry, rule=rule.name,
                                                             clock_skew=state.engine.config.clock_skew_seconds,
@@ -922,7 +947,7 @@ class RefinementPhase:
         state.decision = decide_outcome(job_set, self._first_events(state))
 
     def post_outcome(self, state: AttributionState) -> None:
-        post = [r for r in state.engine.refiners if r.priority >= RefinerPriority.POST_OUTCOME]
+        post = _refiners(state.engine, "post_outcome")
         job_set = state.job_set
         assert job_set is not None  # set by the outcome step
         self._run(state, post, lambda rule: RefinerContext(job_set, state.node_sets, state.stream, state.job,

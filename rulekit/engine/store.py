@@ -53,7 +53,7 @@ from dataclasses import field
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from rulekit.rules.records import dataclass
-from rulekit.engine.freshdb import fresh_memory_db
+from rulekit.engine.freshdb import fresh_memory_db, give_back
 from rulekit.config import DEFAULT_BUFFER_SIZE, DEFAULT_SPILL_BYTES, DEFAULT_SPILL_ROWS
 from rulekit.rules.model import EventSpec, EventType, event_type_name, short_type
 from rulekit.rules.selection import Selection
@@ -61,6 +61,8 @@ from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attr
 from rulekit.extract.linectx import NO_YEAR
 
 _EVENT_TYPES = tuple(et.value for et in EventType)
+_CLOSED = sqlite3.connect(":memory:", check_same_thread=False)  # a closed store's `conn`: any use raises, as
+_CLOSED.close()  # the use of a closed connection does
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL);
@@ -275,9 +277,16 @@ class EventManager:
         self._private_dir: str | None = None
         names = tuple(rule_names)
         self._ids: dict[str, dict[str, int]] = {t: {} for t in ("contexts", "event_types", "rules", "obs_sources", "obs_formats")}
+        # a fresh store's lookup rows are all in `_ids` (seeded, then added by `lookup` only): read
+        # from there, not SQLite (`names_by_id`); a store at a path may hold rows of earlier runs
+        self._ids_complete = path is None
+        self._by_id: dict[str, tuple[int, dict[int, str]]] = {}  # table -> (entries inverted, id -> name)
+        self._template: Any = None  # a `freshdb` copy's handle (the connection is given back at close)
         if path is None:  # a copy of a template with the schema, the event types and these rules (`freshdb`)
-            self.conn, seeded = fresh_memory_db(SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
+            self.conn, seeded, by_id, self._template = fresh_memory_db(
+                SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
             self._ids.update(seeded)
+            self._by_id.update((t, (len(seeded[t]), by_id[t])) for t in seeded)  # (the template's: shared)
         else:
             self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self.conn.executescript(SCHEMA)
@@ -321,7 +330,8 @@ class EventManager:
         got = cache.get(name)
         if got is not None:
             return got
-        row = self.conn.execute(f"SELECT id FROM {table} WHERE name = ?", (name,)).fetchone()
+        row = None if self._ids_complete else self.conn.execute(f"SELECT id FROM {table} WHERE name = ?",
+                                                                (name,)).fetchone()
         if row is None:
             cur = self.conn.execute(f"INSERT INTO {table}(name) VALUES (?)", (name,))
             got = int(cur.lastrowid)  # type: ignore[arg-type]
@@ -329,6 +339,17 @@ class EventManager:
             got = int(row[0])
         cache[name] = got
         return got
+
+    def names_by_id(self, table: str) -> dict[int, str] | None:
+        """Id -> name of every row of a lookup table, when this manager knows them all
+        without asking SQLite (a fresh store); else None.  The caller must not change it."""
+        if not self._ids_complete:
+            return None
+        ids = self._ids[table]
+        got = self._by_id.get(table)
+        if got is None or got[0] != len(ids):  # (rows are only ever added; a shared map is never changed)
+            got = self._by_id[table] = (len(ids), {i: name for name, i in ids.items()})
+        return got[1]
 
     def name_of(self, table: str, ident: int | None) -> str | None:
         if ident is None:
@@ -341,7 +362,7 @@ class EventManager:
 
     def context(self, name: str) -> int:
         """The id of a job context; a new one's rows are kept (mirrored) from the start."""
-        known = name in self._ids["contexts"] or self.conn.execute(
+        known = name in self._ids["contexts"] or not self._ids_complete and self.conn.execute(
             "SELECT 1 FROM contexts WHERE name = ?", (name,)).fetchone() is not None
         cid = self.lookup("contexts", name)
         if not known and self._kept_count < self.keep_rows:
@@ -644,8 +665,12 @@ class EventManager:
 
     # ---- lifetime ----
     def close(self, flush: bool = True) -> None:
-        """Flush (or with flush=False discard) buffered events, release the connection and
-        delete private spill files."""
+        """Flush (or with flush=False discard) buffered events, release the connection (an
+        in-memory one that never spilled goes back to `freshdb`, wiped, for the next store)
+        and delete private spill files."""
+        self._close(flush, give=True)
+
+    def _close(self, flush: bool, give: bool) -> None:
         if self._closed:
             return
         self._closed = True
@@ -657,7 +682,11 @@ class EventManager:
                 self._late.clear()
                 self.pending.clear()
             self._kept.clear()
-            self.conn.close()
+            if give and self._template is not None and not self.spilled:
+                conn, self.conn = self.conn, _CLOSED  # (no use after close reaches the next store's copy)
+                give_back(conn, self._template)
+            else:
+                self.conn.close()
         finally:
             if self._private_dir:
                 shutil.rmtree(self._private_dir, ignore_errors=True)
@@ -665,7 +694,7 @@ class EventManager:
 
     def __del__(self) -> None:
         try:
-            self.close(flush=False)
+            self._close(flush=False, give=False)  # (a finalizer takes no lock: the connection is closed)
         except Exception:
             pass
 
@@ -700,9 +729,11 @@ class _Names:
     """Id -> name of event types and rules, id -> (source, format, label) of observation
     contexts: read once per working set (a few hundred rows, not one join per event)."""
 
-    def __init__(self, conn: sqlite3.Connection, context_id: int):
-        self.types = dict(conn.execute("SELECT id, name FROM event_types").fetchall())
-        self.rules = dict(conn.execute("SELECT id, name FROM rules").fetchall())
+    def __init__(self, conn: sqlite3.Connection, context_id: int, manager: "EventManager | None" = None):
+        types = manager.names_by_id("event_types") if manager is not None else None
+        rules = manager.names_by_id("rules") if manager is not None else None
+        self.types = types if types is not None else dict(conn.execute("SELECT id, name FROM event_types").fetchall())
+        self.rules = rules if rules is not None else dict(conn.execute("SELECT id, name FROM rules").fetchall())
         self.obs = {r[0]: r[1:] for r in conn.execute(_OBS + " WHERE oc.context_id = ?", (context_id,))}
         self._conn = conn
 
@@ -865,7 +896,7 @@ class EventStream:
         if self._ws is None:
             self.manager.flush(rows_may_wait=True)
             conn = self.manager.conn
-            names = _Names(conn, self.context_id)
+            names = _Names(conn, self.context_id, self.manager)
             kept = self.manager.mirror(self.context_id)
             if kept is not None:  # the rows this context inserted: no read back, no JSON round trip
                 events = _from_rows(kept, names)

@@ -15,9 +15,10 @@ the calling thread for the duration:
   the call goes on.  Nothing is done per rule call, so a normal attribution pays
   nothing for it; a call blocked inside C (`time.sleep`, a socket read) sees the
   exception only when it returns (the Service's request deadline answers for it
-  meanwhile).  The watchdog runs only while a thread is marked (it is told to
-  end when the last stretch ends); it holds no lock while it waits and is
-  marked `fork_safe`, so the chunk-parallel scan may still fork.
+  meanwhile).  The watchdog runs while a thread is marked and for `LINGER_S`
+  after the last stretch ends (then it ends by itself), so a server answering
+  many small requests starts it once, not once per stretch; it holds no lock
+  while it waits and is marked `fork_safe`, so the chunk-parallel scan may still fork.
 - Output: `sys.stdout` is wrapped for as long as a thread is marked; a write
   from a marked thread is kept (`Contained.output`, per rule and location)
   instead of reaching the real stream (a JSON report, the language server's
@@ -41,6 +42,7 @@ from types import CodeType, FrameType
 from typing import Any, Callable, Iterable, Iterator
 
 MAX_OUTPUT_KEPT = 2000  # characters of a rule's stdout output quoted in its rule error
+LINGER_S = 2.0  # the watchdog ends this long after the last marked stretch (a new stretch meanwhile reuses it)
 
 
 class RuleTimeout(BaseException):
@@ -111,11 +113,17 @@ def _tick_of() -> float:
 
 
 def _watch(stop: threading.Event) -> None:
+    idle_since = None
     while not stop.wait(_tick_of()):
         now = time.monotonic()
         marked = list(_MARKED.items())
         if not marked:
+            if idle_since is None:
+                idle_since = now
+            elif now - idle_since >= LINGER_S and _retire(stop):
+                return
             continue
+        idle_since = None
         frames = sys._current_frames()
         for tid, entry in marked:
             if not entry.budget:
@@ -147,11 +155,16 @@ def _ensure_watchdog() -> None:
     t.start()
 
 
-def _stop_watchdog() -> None:
-    """End the watchdog when no thread is marked any more (called with _LOCK held)."""
-    if not _MARKED and _STATE["thread"] is not None:
-        _STATE["stop"].set()
-        _STATE["thread"] = None
+def _retire(stop: threading.Event) -> bool:
+    """The watchdog's own end, idle for LINGER_S: only while still no thread is marked
+    (a stretch that starts meanwhile finds it gone and starts a new one)."""
+    with _LOCK:
+        if _MARKED:
+            return False
+        stop.set()
+        if _STATE["stop"] is stop:
+            _STATE["thread"] = None
+        return True
 
 
 def _after_fork_in_child() -> None:
@@ -248,8 +261,7 @@ def contained(match: Callable[[CodeType], bool], budget: float | None,
                 _MARKED[tid] = outer
                 outer.timeouts += entry.timeouts
             else:
-                _MARKED.pop(tid, None)
-                _stop_watchdog()
+                _MARKED.pop(tid, None)  # the watchdog lingers, then ends by itself (`_watch`)
         if entry.timeouts:
             _set_async_exc(tid, None)  # one fired as the call returned must not hit the caller
         _unguard_stdout()

@@ -8,7 +8,7 @@ and cached.  Built only by `rulekit.rules.loader`; holds no per-job state.
 from __future__ import annotations
 
 import threading
-from typing import Sequence
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 from rulekit.rules.records import dataclass
 from rulekit.config import EngineOptions, GlobalConfig
@@ -24,6 +24,9 @@ from rulekit.rules.model import (
 )
 from rulekit.rules.registry import SymptomRegistry
 from rulekit.extract.scan import Scanner, make_scanner
+
+T = TypeVar("T")
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class RuleEngine:
         self._rule_plans: dict[tuple[str, ...], ScanPlan] = {}
         self._position: dict[int, int] | None = None  # id(rule) -> its index in the plan over every rule
         self._by_origin: dict[str, tuple[ExtractorRule, ...]] | None = None
+        self._derived: dict[Hashable, Any] = {}  # `derived`: what sessions read of the rules, worked out once
         self._lock = threading.Lock()
 
     def with_options(self, **changes: object) -> "RuleEngine":
@@ -74,6 +78,15 @@ class RuleEngine:
 
     def rule_names(self) -> list[str]:
         return [r.name for r in self.rules]
+
+    def derived(self, key: Hashable, build: Callable[[], T]) -> T:
+        """`build()`, a value worked out from the rules alone (never from a job), once per
+        corpus: what every session would otherwise work out again (a server answers
+        hundreds of small jobs a second).  Twins (`with_options`) share it."""
+        got = self._derived.get(key, _MISSING)
+        if got is _MISSING:
+            got = self._derived.setdefault(key, build())
+        return got
 
     def scan_plan(self, source: str, fmt: str) -> ScanPlan:
         key = (source, fmt)
