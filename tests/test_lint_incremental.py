@@ -17,30 +17,10 @@ import pytest
 from rulekit.analysis import lint as lint_mod
 from rulekit.analysis.settings import load_settings
 from rulekit.rules.loader import bundled_rules_path, load_corpus
-from test_lint_index import _generator
+from test_lint_index import fresh, generated  # noqa: F401  (the same fixtures: a generated corpus, a new process's lint state)
 
 TESTS = Path(__file__).resolve().parent
 EVERY = TESTS / "fixtures" / "every_check"
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory) -> Path:
-    return _generator().generate(tmp_path_factory.mktemp("vendor") / "rules", 300, seed=11)
-
-
-@pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """A new process's lint state: empty memo, index and line hits, no disk cache."""
-    monkeypatch.setenv("RULEKIT_CACHE_DIR", str(tmp_path / "cache"))
-
-    def reset():
-        monkeypatch.setattr(lint_mod, "_MEMO", lint_mod._Memo())
-        monkeypatch.setattr(lint_mod, "_PAIRS", lint_mod._PairIndexes())
-        monkeypatch.setattr(lint_mod, "_LINES", lint_mod._LineState())
-        monkeypatch.setattr(lint_mod, "_saved_sizes", {})
-
-    reset()
-    return reset
 
 
 def _exact(ds) -> list[dict]:
