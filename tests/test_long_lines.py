@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from rulekit.extract.accel import Accelerator, _lower, hyperscan_available
-from rulekit.extract.scan import (LINE_STEP, LONG_LINE, RULE_TEXT_BYTES, NaiveScanner, decode_line, iter_chunks,
-                                  line_text, rule_text, span_is_utf8, span_isascii)
+from rulekit.extract.scan import RULE_TEXT_BYTES, NaiveScanner, decode_line, iter_chunks, line_text, rule_text
+from rulekit.extract.spans import LINE_STEP, LONG_LINE, span_is_utf8, span_isascii
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "accel"

@@ -56,7 +56,7 @@ from rulekit.extract import literals as L
 from rulekit.extract.superset import raw_gate_form, superset_of
 from rulekit.extract.diskcache import _ENV as _FROM_ENV
 from rulekit.extract.regex import MAX_MEM, compile_big, compile_pattern
-from rulekit.extract.scan import LINE_STEP, LONG_LINE, span_is_utf8, span_isascii
+from rulekit.extract.spans import LINE_STEP, LONG_LINE, span_is_utf8, span_isascii
 
 try:  # optional extra: pip install rulekit[hyperscan]
     import hyperscan as _hs

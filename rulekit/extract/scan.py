@@ -13,11 +13,11 @@ given.
 """
 from __future__ import annotations
 
-import codecs
 import io
 from typing import Any, BinaryIO, Iterator, Protocol, Sequence
 
 from rulekit.extract.regex import compile_pattern
+from rulekit.extract.spans import LINE_STEP, LONG_LINE
 
 CHUNK_SIZE = 4 << 20
 
@@ -28,8 +28,6 @@ class Scanner(Protocol):
     def scan(self, chunk: bytes) -> list[Hit]: ...
 
 
-LONG_LINE = 1 << 16  # a line at least this long is read through a view of its chunk, never copied whole
-LINE_STEP = 1 << 20  # how much of a line longer than its chunk is read at a time
 RULE_TEXT_BYTES = 1 << 20  # of a line, what rules read as its text (`rule_text`)
 
 
@@ -102,26 +100,6 @@ def rule_text_cut(start: int, end: int) -> bool:
     return end - start > RULE_TEXT_BYTES
 
 
-def span_is_utf8(buf: bytes, start: int, end: int) -> bool:
-    """Whether `buf[start:end]` is valid UTF-8, decoded `LINE_STEP` bytes at a time."""
-    dec = codecs.getincrementaldecoder("utf-8")("strict")
-    try:
-        for b in range(start, end, LINE_STEP):
-            dec.decode(buf[b:min(end, b + LINE_STEP)])
-        dec.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def span_isascii(buf: bytes, start: int, end: int) -> bool:
-    """`buf[start:end].isascii()`, copying at most `LINE_STEP` bytes at a time."""
-    if end - start < LONG_LINE:
-        return buf[start:end].isascii()
-    for b in range(start, end, LINE_STEP):
-        if not buf[b:min(end, b + LINE_STEP)].isascii():
-            return False
-    return True
 
 
 def iter_lines(chunk: bytes) -> Iterator[tuple[int, int]]:
