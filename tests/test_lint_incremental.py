@@ -130,18 +130,18 @@ def test_a_changed_rank_or_real_line_is_not_taken_from_the_memo(fresh, tmp_path)
     own = tmp_path / "rules"
     own.mkdir()
     body = ('author = "t"\n'
-            '[[symptom]]\nname = "WIDE_S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = {wide}\nblame = "node"\n'
+            '[[symptom]]\nname = "WIDE_S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = @WIDE@\nblame = "node"\n'
             '[[symptom]]\nname = "NARROW_S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 500\nblame = "node"\n'
             "[[extractor]]\nname = \"Wide\"\nmatch_re = 'link (?:down|flap)'\n"
             'emit = { type = "bad_node", symptom = "WIDE_S" }\n'
-            '{test}'
+            '@TEST@'
             "[[extractor]]\nname = \"Narrow\"\nmatch_re = 'link down on port \\d+'\n"
             'emit = { type = "bad_node", symptom = "NARROW_S" }\n')
     f = own / "r.toml"
     variants = [dict(wide=900, test=""), dict(wide=100, test=""),
                 dict(wide=100, test='[[extractor.test]]\nline = "link down on port 3"\nsymptom = "NARROW_S"\n')]
     for v in variants:
-        f.write_text(body.format(**v))
+        f.write_text(body.replace("@WIDE@", str(v["wide"])).replace("@TEST@", v["test"]))
         warm = _lint([own], None, None, None)
         assert any(d.code in ("RK306", "RK307") for d in warm), warm
         cold_state = lint_mod._MEMO
