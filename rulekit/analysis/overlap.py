@@ -101,6 +101,7 @@ def complement(a: CharSet) -> CharSet:
 _PREFER = ((97, 122), (48, 57), (65, 90), (32, 32), (33, 126), (0x80, MAXCP), (0, MAXCP))
 
 
+@lru_cache(maxsize=1 << 16)
 def pick(cs: CharSet) -> int:
     """A readable representative of a non-empty set."""
     for pref in _PREFER:
@@ -431,41 +432,72 @@ class SearchResult:
 
 def overlap(a: str | NFA, b: str | NFA, budget: int = 4000, max_repeat: int = 40, min_shared: int = 3) -> SearchResult:
     """A line where a match of `a` and a match of `b` share `min_shared` consecutive
-    characters (each consumed through a literal or a narrow class), if any."""
+    characters (each consumed through a literal or a narrow class), if any.
+
+    Breadth first over (a thread, b thread, shared run, context): the first line
+    found is a shortest one.  The joint moves of a pair of threads in a context do
+    not depend on the shared run, so they are made once per pair (`prod`) and
+    replayed in the same order for every run length (the same search, visited in
+    the same order, finds the same witness)."""
     na = a if isinstance(a, NFA) else compile_nfa(a, max_repeat)
     nb = b if isinstance(b, NFA) else compile_nfa(b, max_repeat)
     exact = na.exact and nb.exact
-    start = ((PRE, ANYR), (PRE, ANYR), 0, True, False)
+    start = (PRE, ANYR, PRE, ANYR, 0, True, False)
     parent: dict = {start: None}
     queue = deque([start])
+    prods: dict = {}
     while queue:
         node = queue.popleft()
-        (sa, ra), (sb, rb), f, at_start, prev_word = node
-        ca = _closure(na, [(sa, ra)], at_start, prev_word)
-        cb = _closure(nb, [(sb, rb)], at_start, prev_word)
-        if f >= min_shared and _accepting(ca) and _accepting(cb):
+        sa, ra, sb, rb, f, at_start, prev_word = node
+        acc_a, groups_a = _side(na, sa, ra, at_start, prev_word)
+        acc_b, groups_b = _side(nb, sb, rb, at_start, prev_word)
+        if f >= min_shared and acc_a and acc_b:
             return SearchResult(True, _witness(parent, node), exact, len(parent))
         if len(parent) > budget:
             return SearchResult(None, None, exact, len(parent))
-        for ta in ca:
-            ma = _moves(na, *ta)
-            if not ma:
-                continue
-            for tb in cb:
-                for csa, nxa, ina in ma:
-                    for csb, nxb, inb in _moves(nb, *tb):
-                        cs = inter(csa, csb)
-                        if not cs:
-                            continue
-                        nf = f if f >= min_shared else (f + 1 if ina and inb else 0)
-                        if nf < min_shared and (nxa == POST or nxb == POST):
-                            continue  # a match finished before they shared a character: never will
-                        for part, w in _split_word(cs):
-                            nxt = ((nxa, ANYR), (nxb, ANYR), nf, False, w)
-                            if nxt not in parent:
-                                parent[nxt] = (node, pick(part))
-                                queue.append(nxt)
+        pkey = (sa, ra, sb, rb, at_start, prev_word)
+        prod = prods.get(pkey)
+        if prod is None:
+            prod = prods[pkey] = _joint(groups_a, groups_b)
+        for nxa, nxb, both, post, part, w in prod:
+            nf = f if f >= min_shared else (f + 1 if both else 0)
+            if nf < min_shared and post:
+                continue  # a match finished before they shared a character: never will
+            nxt = (nxa, ANYR, nxb, ANYR, nf, False, w)
+            if nxt not in parent:
+                parent[nxt] = (node, pick(part))
+                queue.append(nxt)
     return SearchResult(False, None, exact, len(parent))
+
+
+def _side(nfa: NFA, st: int, r: int, at_start: bool, prev_word: bool) -> tuple[bool, tuple]:
+    """One side of a pair search: whether the thread's closure in this context can
+    end a match, and the move lists of its threads (closure order, empty ones left
+    out); memoized on the NFA."""
+    key = ("side", st, r, at_start, prev_word)
+    got = nfa.memo.get(key)
+    if got is None:
+        c = _closure(nfa, [(st, r)], at_start, prev_word)
+        got = nfa.memo[key] = (_accepting(c), tuple(m for m in (_moves(nfa, *t) for t in c) if m))
+    return got
+
+
+def _joint(groups_a: tuple, groups_b: tuple) -> list[tuple]:
+    """Every joint move of two sides, in the order the search tries them (a's
+    threads, b's threads, a's moves, b's moves, then the word / non-word parts):
+    (a's target, b's target, narrow in both, one side ends, the characters, word?)."""
+    out = []
+    for ma in groups_a:
+        for mb in groups_b:
+            for csa, nxa, ina in ma:
+                for csb, nxb, inb in mb:
+                    cs = inter(csa, csb)
+                    if not cs:
+                        continue
+                    both, post = ina and inb, nxa == POST or nxb == POST
+                    for part, w in _split_word(cs):
+                        out.append((nxa, nxb, both, post, part, w))
+    return out
 
 
 def _witness(parent: dict, node) -> str:

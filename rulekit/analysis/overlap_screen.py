@@ -227,10 +227,14 @@ def quick_disjoint(a: Shape, b: Shape) -> bool:
     return not (_same_start(a, b) or _may_host(a, b) or _may_host(b, a))
 
 
-def _run(a: Shape, b: Shape, seeds, min_shared: int, budget: int) -> bool:
+def _run(a: Shape, b: Shape, seeds, min_shared: int, budget: int, joint: dict | None = None) -> bool:
     """Breadth first from the seeds (a state, b state, shared run): can both consume
     common characters until one can end, with `min_shared` consecutive characters
-    narrow in both on the way?  True also when the budget runs out."""
+    narrow in both on the way?  True also when the budget runs out.  `joint`: the
+    joint moves of state pairs already made (for these two shapes), kept by the
+    caller across runs (they do not depend on the shared run)."""
+    if joint is None:
+        joint = {}
     seen = set(seeds)
     frontier = list(seen)
     while frontier:
@@ -240,18 +244,17 @@ def _run(a: Shape, b: Shape, seeds, min_shared: int, budget: int) -> bool:
                 return True
             if f < min_shared and (a.sink[sa] or b.sink[sb]):
                 continue  # never another narrow character on one side: the run cannot grow
-            mb = b.moves[sb]
-            if not mb:
-                continue
-            for csa, ta, na in a.moves[sa]:
-                for csb, tb, nb in mb:
-                    if not inter(csa, csb):
-                        continue
-                    nf = f if f >= min_shared else (f + 1 if na and nb else 0)
-                    key = (ta, tb, nf)
-                    if key not in seen:
-                        seen.add(key)
-                        nxt.append(key)
+            moves = joint.get((sa, sb))
+            if moves is None:
+                mb = b.moves[sb]
+                moves = joint[(sa, sb)] = [(ta, tb, na and nb) for csa, ta, na in a.moves[sa] if mb
+                                           for csb, tb, nb in mb if inter(csa, csb)]
+            for ta, tb, both in moves:
+                nf = f if f >= min_shared else (f + 1 if both else 0)
+                key = (ta, tb, nf)
+                if key not in seen:
+                    seen.add(key)
+                    nxt.append(key)
             if len(seen) > budget:
                 return True
         frontier = nxt
@@ -264,10 +267,12 @@ def may_overlap(a: Shape, b: Shape, min_shared: int = 3, budget: int = 20000) ->
     inside `a`, or `a` inside `b`; each case runs the two side by side from there
     (the inner cases only when the heads screen lets them through).  False only
     when none can happen; True also when a budget runs out."""
-    if _run(a, b, [(a.start, b.start, 0)], min_shared, budget):
+    joint: dict = {}
+    if _run(a, b, [(a.start, b.start, 0)], min_shared, budget, joint):
         return True
-    if _inside(a, b, min_shared) and _run(a, b, _first_steps(a, b), min_shared, budget):
+    if _inside(a, b, min_shared) and _run(a, b, _first_steps(a, b), min_shared, budget, joint):
         return True
-    if _inside(b, a, min_shared) and _run(a, b, [(sa, sb, f) for sb, sa, f in _first_steps(b, a)], min_shared, budget):
+    if _inside(b, a, min_shared) and _run(a, b, [(sa, sb, f) for sb, sa, f in _first_steps(b, a)], min_shared, budget,
+                                          joint):
         return True
     return False
