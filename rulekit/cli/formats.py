@@ -37,8 +37,15 @@ def relativize(diags: Iterable[Diagnostic], base: str | Path | None = None) -> l
 
     from rulekit.diagnostics import Related
 
+    shown: dict[str, str] = {}  # per file (a corpus's findings name a few files thousands of times)
+
     def sp(s: Span | None) -> Span | None:
-        return None if s is None else replace(s, file=display_path(s.file, base))
+        if s is None:
+            return None
+        got = shown.get(s.file)
+        if got is None:
+            got = shown[s.file] = display_path(s.file, base)
+        return replace(s, file=got)
 
     return [replace(d, span=sp(d.span), related=tuple(Related(sp(r.span), r.message) for r in d.related))  # type: ignore[arg-type]
             for d in diags]
