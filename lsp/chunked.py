@@ -9,7 +9,8 @@ lines stood between them up to the table (`blank=`: so every span keeps its
 line, without a padded text to scan: linear in the file, not quadratic), and reuses the result of each table
 whose text and preamble did not change.  The pieces are merged in the order
 `parse_rules` produces (symptoms, outcome rules, then extractors, families,
-catalogs, metric rules, each in file order).
+catalogs, metric rules, each in file order; a catalog's own symptoms after every
+plain symptom, wherever the catalog stands).
 
 Exactness comes first: a file whose shape the split cannot reproduce (a plain
 `[table]`, an unknown or misplaced header, nothing but a preamble) and a file in
@@ -108,7 +109,9 @@ class ChunkedToml:
             parts.append((name, res[0]))
         self._memo = memo  # only the current tables: the memo never outgrows the file
         out = RuleSet(files=[self.path])
-        for _, rs in parts:
+        # parse_rules gives the plain [[symptom]] tables' symptoms first, then the catalogs'
+        # (their entries' symptoms): by kind, in file order within a kind (a stable sort)
+        for _, rs in sorted(parts, key=lambda p: SECTIONS.index(p[0])):
             out.symptoms.extend(rs.symptoms)
             out.outcome_rules.extend(rs.outcome_rules)
             out.job_tests.extend(rs.job_tests)

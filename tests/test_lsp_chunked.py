@@ -61,6 +61,22 @@ def test_mixed_kinds_keep_the_whole_parse_order():
     assert split(text, "/x/m.toml") is not None
 
 
+
+def test_a_symptom_after_a_catalog_with_symptoms_keeps_the_whole_parse_order():
+    """A catalog whose entries declare symptoms, then a plain [[symptom]]: the whole-file
+    parse lists the plain one first (the registry's order), so the editor must too."""
+    text = ('author = "a"\n'
+            '[[symptom]]\nname = "FIRST"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n'
+            '[[catalog]]\nname = "C"\nmatch_re = "x (?P<k>\\\\d+)"\nkey = "k"\n'
+            'emit = { type = "bad_node", symptom = "{symptom}" }\n'
+            '[catalog.entries]\n"1" = { symptom = "FROM_CATALOG", outcome = "hardware", sub_domain = "gpu", rank = 5 }\n'
+            '[[symptom]]\nname = "AFTER_CATALOG"\noutcome = "network"\nsub_domain = "nic"\nrank = 2\n'
+            '[[extractor]]\nname = "E"\nmatch_re = "b"\nemit = { type = "bad_node", symptom = "AFTER_CATALOG" }\n')
+    parser = same(text, "/x/s.toml")
+    names = [s.name for s in parser.parse(text)[0].symptoms]
+    assert "FROM_CATALOG" in names and names.index("AFTER_CATALOG") < names.index("FROM_CATALOG")
+
+
 @pytest.mark.parametrize("text", [
     'author = "a"\n[[extractor]]\nname = "E"\nmatch_re = "a"\nemit = { type = "bad_node", symptom = "S" }\nbogus = 1\n',
     'author = 7\n[[symptom]]\nname = "S"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 1\n',
