@@ -258,6 +258,8 @@ def measure(n: int, code: Path | None, timeout: float, only: set[str]) -> dict:
             row["attr_warm"] = run(rulekit(*args), env, timeout)
             try:
                 res = json.loads(row["attr_warm"]["stdout"])
+                if isinstance(res, list):  # `attribute --format json` prints one result per job folder
+                    res = res[0] if res else {}
                 row["attr_verdict"] = [res.get("outcome"), (res.get("root_cause") or {}).get("symptom")]
             except ValueError:
                 row["attr_verdict"] = None
