@@ -166,6 +166,13 @@ def test_a_copy_left_in_a_transaction_or_changed_in_its_template_rows_is_closed(
     m.close()
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")
+    m = EventManager(RULES)  # a template row deleted and a row added: as many rows, not the template's
+    conn = m.conn
+    conn.execute("DELETE FROM rules WHERE name = 'XidRule'")  # (the first id: the new row gets another)
+    m.lookup("rules", "AddedLater")
+    m.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
 
 
 def test_copies_kept_are_bounded():

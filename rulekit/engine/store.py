@@ -311,6 +311,9 @@ class EventManager:
         self._kept_at_checkpoint: dict[int, list[tuple]] = {}
         # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
         self._undo: dict[int, tuple[int, set[int]]] = {}
+        # no `event_repeats` row yet (a fresh store, until `add_repeats`): the questions about them
+        # are answered without SQLite (a small job has none; three queries a job otherwise)
+        self._no_repeats = path is None
         if path is None:  # a fresh store: no events yet, and its lookup rows all there
             self._next_id = 1
         else:
@@ -532,6 +535,7 @@ class EventManager:
         """Record evidence aggregated beyond the per-key cap: rows of (context_id,
         obs_context_id, rule, event_type, symptom, node, count, first_line,
         last_line, last_timestamp)."""
+        self._no_repeats = False
         self.execute_many(
             "INSERT INTO event_repeats(context_id, obs_context_id, source_rule, event_type, symptom, resources, count, "
             "first_line, last_line, last_timestamp) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -541,6 +545,8 @@ class EventManager:
     def repeats_by_group(self, context_id: int) -> dict[tuple, int]:
         """Events of a context aggregated rather than stored, per (rule, event type name,
         symptom, node)."""
+        if self._no_repeats:
+            return {}
         rows = self.conn.execute(
             "SELECT ru.name, t.name, r.symptom, r.resources, SUM(r.count) FROM event_repeats r "
             "JOIN event_types t ON t.id = r.event_type LEFT JOIN rules ru ON ru.id = r.source_rule "
@@ -550,6 +556,8 @@ class EventManager:
     def left_out(self, context_id: int) -> dict[tuple[str | None, str | None], tuple[int, str | None]]:
         """(rule, node) -> (hits counted but not stored, the last of their timestamps) of a
         context: what extraction aggregated past the repeat / group caps."""
+        if self._no_repeats:
+            return {}
         rows = self.conn.execute(
             "SELECT ru.name, r.resources, SUM(r.count), MAX(r.last_timestamp) FROM event_repeats r "
             "LEFT JOIN rules ru ON ru.id = r.source_rule WHERE r.context_id = ? GROUP BY ru.name, r.resources",
@@ -558,6 +566,8 @@ class EventManager:
 
     def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
         """How many events of a context (of these types) were aggregated rather than stored."""
+        if self._no_repeats:
+            return 0
         sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]
         if event_types is not None:
             sql += (" JOIN event_types t ON t.id = r.event_type WHERE r.context_id = ? "
