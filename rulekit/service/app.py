@@ -220,9 +220,9 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
                 raise RuntimeError(f"{type(e).__name__} raised during the request: {e}") from e
 
         try:
-            return await asyncio.wait_for(anyio.to_thread.run_sync(guarded, abandon_on_cancel=True),
-                                          settings.request_timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(settings.request_timeout_s):  # (not `wait_for`: no task per request)
+                return await anyio.to_thread.run_sync(guarded, abandon_on_cancel=True)
+        except TimeoutError:
             error_id = uuid.uuid4().hex[:16]
             log.error("request %s did not finish within %g s; its thread was abandoned", error_id,
                       settings.request_timeout_s)
