@@ -88,6 +88,35 @@ def test_a_store_without_repeats_answers_their_counts_without_sqlite(bundled, re
         assert any("SELECT SUM(r.count)" in q for q in statements)
 
 
+def test_a_mirrored_checkpoint_is_one_statement_and_the_cycle_still_restores(bundled):
+    """A job's checkpoint by its kept rows writes one row (no copy to delete: none was made);
+    attribute, ingest more, attribute again gives what one attribution of everything gives,
+    also after a copied checkpoint (a store that stopped mirroring) and a restore."""
+    nccl = ("[rank3]:[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600013 milliseconds")
+    statements: list[str] = []
+    with Session(bundled, _job()) as s:
+        s.manager.conn.set_trace_callback(statements.append)
+        s.ingest(Observation(source="syslog", node="n2", lines=[XID79]))
+        s.attribute()
+        checkpoint = [q for q in statements if "checkpoint" in q or q in ("BEGIN", "COMMIT")]
+        assert checkpoint == ["INSERT OR REPLACE INTO checkpoints(context_id) VALUES (1)"]
+        s.ingest(Observation(source="applog", node="n1", lines=[nccl]))
+        twice = s.attribute()
+        s.manager._drop_kept()  # from here on every checkpoint is a copy in SQL
+        s.ingest(Observation(source="applog", node="n1", lines=[nccl.replace("SeqNum=1", "SeqNum=2")]))
+        s.attribute()
+        copied = s.manager._copied
+        assert copied == {s.context_id}
+        thrice = s.attribute()  # (restored, then copied again)
+    with Session(bundled, _job()) as once:
+        once.ingest(Observation(source="syslog", node="n2", lines=[XID79]))
+        once.ingest(Observation(source="applog", node="n1", lines=[nccl]))
+        assert once.attribute() == twice
+        once.ingest(Observation(source="applog", node="n1", lines=[nccl.replace("SeqNum=1", "SeqNum=2")]))
+        assert once.attribute() == thrice
+
+
 def test_a_store_at_a_path_still_reads_its_lookup_rows(bundled, tmp_path):
     from rulekit.engine.store import EventManager
 

@@ -314,6 +314,9 @@ class EventManager:
         # no `event_repeats` row yet (a fresh store, until `add_repeats`): the questions about them
         # are answered without SQLite (a small job has none; three queries a job otherwise)
         self._no_repeats = path is None
+        # contexts that may have rows in `checkpoint_events` (a copied checkpoint); None: unknown (a
+        # store at a path may hold earlier runs' rows), so every checkpoint deletes them first
+        self._copied: set[int] | None = set() if path is None else None
         if path is None:  # a fresh store: no events yet, and its lookup rows all there
             self._next_id = 1
         else:
@@ -604,17 +607,31 @@ class EventManager:
         store at a given path (its checkpoints outlive this manager)."""
         self.flush(rows_may_wait=True)
         kept = self.mirror(context_id)
-        if kept is None or self.path is not None:
+        in_sql = kept is None or self.path is not None
+        if in_sql:
             self._write_rows()  # copied in SQL below
-        self.conn.execute("BEGIN")
-        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
-        self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
-        if kept is None or self.path is not None:
-            self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
-            self._undo.pop(context_id, None)
-        else:
+        copied = self._copied
+        if not in_sql and copied is not None and context_id not in copied:
+            # by its kept rows, and no earlier copy to delete: one statement (a small job's one
+            # checkpoint was four)
+            self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
             self._undo[context_id] = (self._next_id, set())
-        self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("BEGIN")
+            self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+            self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
+            if in_sql:
+                self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?",
+                                  (context_id,))
+                self._undo.pop(context_id, None)
+            else:
+                self._undo[context_id] = (self._next_id, set())
+            self.conn.execute("COMMIT")
+            if copied is not None:
+                if in_sql:
+                    copied.add(context_id)
+                else:
+                    copied.discard(context_id)
         if kept is not None:
             self._kept_at_checkpoint[context_id] = kept[:]
         else:
@@ -624,6 +641,8 @@ class EventManager:
         """Copy the in-memory checkpoints into the database (their kept rows are
         about to go): the checkpointed rows as they were, from the kept rows."""
         for context_id, _undo in list(self._undo.items()):
+            if self._copied is not None:
+                self._copied.add(context_id)
             self.execute_many(f"INSERT INTO checkpoint_events({_COLUMNS}) VALUES ({','.join('?' * 12)})",
                               [_params(r) for r in self._kept_at_checkpoint[context_id]])
         self._undo.clear()
@@ -654,6 +673,8 @@ class EventManager:
             self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
+        if self._copied is not None:
+            self._copied.discard(context_id)
         if kept is not None:
             self._kept_count -= len(kept)
             if snapshot is None:  # the checkpoint was not mirrored: nor is what it restored
