@@ -61,6 +61,10 @@ from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attr
 from rulekit.extract.linectx import NO_YEAR
 
 _EVENT_TYPES = tuple(et.value for et in EventType)
+# the sources and formats most observations name (the scheduler's own lines, the Service's and the
+# CLI's defaults): every store starts with them, so a small job's store adds no lookup row for them
+_SOURCES = ("applog", "syslog", "scheduler")
+_FORMATS = ("text", "slurm")
 _CLOSED = sqlite3.connect(":memory:", check_same_thread=False)  # a closed store's `conn`: any use raises, as
 _CLOSED.close()  # the use of a closed connection does
 
@@ -284,7 +288,8 @@ class EventManager:
         self._template: Any = None  # a `freshdb` copy's handle (the connection is given back at close)
         if path is None:  # a copy of a template with the schema, the event types and these rules (`freshdb`)
             self.conn, seeded, by_id, self._template = fresh_memory_db(
-                SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
+                SCHEMA, (("event_types", _EVENT_TYPES), ("obs_sources", _SOURCES), ("obs_formats", _FORMATS),
+                         ("rules", names)))
             self._ids.update(seeded)
             self._by_id.update((t, (len(seeded[t]), by_id[t])) for t in seeded)  # (the template's: shared)
         else:
@@ -326,6 +331,10 @@ class EventManager:
             self.conn.execute("BEGIN")
             for et in _EVENT_TYPES:
                 self.lookup("event_types", et)
+            for source in _SOURCES:
+                self.lookup("obs_sources", source)
+            for fmt in _FORMATS:
+                self.lookup("obs_formats", fmt)
             for name in names:
                 self.lookup("rules", name)
             self.conn.execute("COMMIT")
