@@ -255,8 +255,8 @@ def _raw(url: str, data: bytes, wait: float = 40) -> tuple[bytes, float]:
 
 
 def test_the_default_parser_is_httptools(server):
-    """(Its answers carry no `server` header either way; the parser shows in how a bad
-    request line is answered: llhttp's error, not h11's.)"""
+    """`--http auto` (the default) runs the httptools protocol when httptools is installed,
+    as the package requires."""
     from rulekit.service.limits import TimedHttpToolsProtocol, http_protocol
 
     assert http_protocol("auto", 10.0) is TimedHttpToolsProtocol
