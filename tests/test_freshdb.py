@@ -166,6 +166,13 @@ def test_a_copy_left_in_a_transaction_or_changed_in_its_template_rows_is_closed(
     m.close()
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")
+    m = EventManager(RULES)  # a template row deleted and a row added: as many rows, not the template's
+    conn = m.conn
+    conn.execute("DELETE FROM rules WHERE name = 'XidRule'")  # (the first id: the new row gets another)
+    m.lookup("rules", "AddedLater")
+    m.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        conn.execute("SELECT 1")
 
 
 def test_copies_kept_are_bounded():
@@ -181,3 +188,20 @@ def test_copies_kept_are_bounded():
         except sqlite3.ProgrammingError:
             pass
     assert alive <= freshdb.SPARE
+
+
+def test_rows_the_template_does_not_have_all_go_whatever_their_ids():
+    """A table the template leaves empty is emptied, rows of id 0 or below included (they are
+    not "past the template's last row")."""
+    never_used = EventManager(RULES)
+    pristine = _dump(never_used.conn)
+    m = EventManager(RULES)
+    conn = m.conn
+    conn.execute("INSERT INTO contexts(id, name) VALUES (0, 'zero'), (-5, 'negative'), (7, 'seven')")
+    m.close()
+    again = EventManager(RULES)
+    try:
+        assert again.conn is conn and _dump(again.conn) == pristine
+    finally:
+        again.close()
+        never_used.close()

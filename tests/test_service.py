@@ -225,6 +225,82 @@ def test_stalled_headers_are_dropped(server):
         assert 1.5 < time.time() - t0 < 15
 
 
+@pytest.fixture(scope="module")
+def h11_server() -> Iterator[str]:
+    """The same Service on uvicorn's pure-Python parser (`--http h11`)."""
+    with served("--http", "h11", "--max-body-mb", "1", "--header-timeout", "2") as (url, _):
+        yield url
+
+
+@pytest.fixture(params=["httptools", "h11"])
+def either(request, server, h11_server) -> str:
+    """The default server (httptools) and the h11 one."""
+    return server if request.param == "httptools" else h11_server
+
+
+def _raw(url: str, data: bytes, wait: float = 40) -> tuple[bytes, float]:
+    """Send `data` on a new connection; everything the server answers until it closes, and how long."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        s.sendall(data)
+        s.settimeout(wait)
+        t0 = time.time()
+        got = b""
+        try:
+            while chunk := s.recv(65536):
+                got += chunk
+        except ConnectionResetError:
+            pass
+        return got, time.time() - t0
+
+
+def test_the_default_parser_is_httptools(server):
+    """`--http auto` (the default) runs the httptools protocol when httptools is installed,
+    as the package requires."""
+    from rulekit.service.limits import TimedHttpToolsProtocol, http_protocol
+
+    assert http_protocol("auto", 10.0) is TimedHttpToolsProtocol
+
+
+def test_stalled_headers_are_dropped_by_either_parser(either):
+    got, took = _raw(either, b"POST /v1/attribute HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+    assert got == b"" and 1.5 < took < 15
+
+
+def test_headers_trickled_on_a_kept_alive_connection_are_dropped(either):
+    """The clock starts again at the first byte of the next request on a kept-alive connection."""
+    host, port = either.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.settimeout(30)
+        first = s.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 ")
+        s.sendall(b"GET /v1/health HTTP/1.1\r\n")  # the next request's headers never end
+        t0 = time.time()
+        while s.recv(65536):
+            pass
+        assert 1.5 < time.time() - t0 < 15
+
+
+def test_a_header_block_past_the_bound_is_a_400_by_either_parser(either):
+    """h11 refuses an incomplete header block past 16 KiB; the httptools protocol does the same
+    (llhttp keeps no limit of its own)."""
+    got, took = _raw(either, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 70_000, wait=30)
+    assert got.startswith(b"HTTP/1.1 400 ") and took < 10
+    big_but_whole = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 8_000 + b"\r\nConnection: close\r\n\r\n"
+    got, _ = _raw(either, big_but_whole, wait=30)
+    assert got.startswith(b"HTTP/1.1 200 ")
+
+
+def test_both_parsers_give_the_same_answers(server, h11_server):
+    """The one-shot result, a field error and an oversized body: the same status and bytes."""
+    bodies = [json.dumps(PAYLOAD), json.dumps(dict(PAYLOAD, job=dict(JOB, nodes="n1"))), "x" * (2 << 20)]
+    for body in bodies:
+        a, b = post(f"{server}/v1/attribute", body), post(f"{h11_server}/v1/attribute", body)
+        assert a.status_code == b.status_code and a.content == b.content
+        assert {k: v for k, v in a.headers.items() if k != "date"} == {k: v for k, v in b.headers.items() if k != "date"}
+
+
 # ---- the corpus ---------------------------------------------------------------------------
 
 def test_health_symptoms_rules(server, bundled):

@@ -1,7 +1,8 @@
 """What a small job costs that does not depend on its size: corpus-derived tables
 are worked out once per corpus (not per session), a fresh store's lookup rows are
 read from memory, and the rule watchdog is started once for many stretches of
-rule code, not once per stretch (a server answering hundreds of small jobs a
+rule code, not once per stretch, and a store that aggregated no repeats answers
+their counts without SQLite (a server answering hundreds of small jobs a
 second paid each of these on every request)."""
 from __future__ import annotations
 
@@ -56,6 +57,64 @@ def test_a_fresh_store_reads_its_lookup_rows_from_memory(bundled):
     read = [q for q in statements if "FROM rules" in q or "FROM event_types" in q and "JOIN" not in q]
     assert read == ["SELECT id, name FROM rules", "SELECT id, name FROM event_types"]  # only the check above
     assert result["evidence"][0]["rule"]
+
+
+def _attribute_asking_sqlite_of_repeats(engine, lines: list[str], ask: bool) -> tuple[dict, list[str]]:
+    """A job's result and the statements its store ran; `ask`: as a store that does not know
+    it holds no aggregated repeats (every question about them goes to SQLite)."""
+    statements: list[str] = []
+    with Session(engine, _job(), repeat_cap=2, group_cap=3) as s:
+        s.manager.conn.set_trace_callback(statements.append)
+        if ask:
+            s.manager._no_repeats = False
+        s.ingest(Observation(source="syslog", node="n2", lines=lines))
+        return s.attribute(), statements[:]  # (not what closing the store runs)
+
+
+@pytest.mark.parametrize("repeats", [1, 12])
+def test_a_store_without_repeats_answers_their_counts_without_sqlite(bundled, repeats):
+    """A fresh store that never aggregated a repeat answers `repeats`, `repeats_by_group` and
+    `left_out` from memory, with what SQLite would say; one that did asks SQLite."""
+    lines = [XID79.replace("5120.118843", f"5120.{i:06d}") for i in range(repeats)]
+    fast, statements = _attribute_asking_sqlite_of_repeats(bundled, lines, ask=False)
+    slow, asked = _attribute_asking_sqlite_of_repeats(bundled, lines, ask=True)
+    assert fast == slow
+    assert any("event_repeats" in q for q in asked)
+    if repeats == 1:
+        assert fast.get("evidence_omitted", 0) == 0
+        assert not any("event_repeats" in q for q in statements)
+    else:  # past the caps: aggregated rows, counted as before
+        assert fast["evidence_omitted"] > 0
+        assert any("SELECT SUM(r.count)" in q for q in statements)
+
+
+def test_a_mirrored_checkpoint_is_one_statement_and_the_cycle_still_restores(bundled):
+    """A job's checkpoint by its kept rows writes one row (no copy to delete: none was made);
+    attribute, ingest more, attribute again gives what one attribution of everything gives,
+    also after a copied checkpoint (a store that stopped mirroring) and a restore."""
+    nccl = ("[rank3]:[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600013 milliseconds")
+    statements: list[str] = []
+    with Session(bundled, _job()) as s:
+        s.manager.conn.set_trace_callback(statements.append)
+        s.ingest(Observation(source="syslog", node="n2", lines=[XID79]))
+        s.attribute()
+        checkpoint = [q for q in statements if "checkpoint" in q or q in ("BEGIN", "COMMIT")]
+        assert checkpoint == ["INSERT OR REPLACE INTO checkpoints(context_id) VALUES (1)"]
+        s.ingest(Observation(source="applog", node="n1", lines=[nccl]))
+        twice = s.attribute()
+        s.manager._drop_kept()  # from here on every checkpoint is a copy in SQL
+        s.ingest(Observation(source="applog", node="n1", lines=[nccl.replace("SeqNum=1", "SeqNum=2")]))
+        s.attribute()
+        copied = s.manager._copied
+        assert copied == {s.context_id}
+        thrice = s.attribute()  # (restored, then copied again)
+    with Session(bundled, _job()) as once:
+        once.ingest(Observation(source="syslog", node="n2", lines=[XID79]))
+        once.ingest(Observation(source="applog", node="n1", lines=[nccl]))
+        assert once.attribute() == twice
+        once.ingest(Observation(source="applog", node="n1", lines=[nccl.replace("SeqNum=1", "SeqNum=2")]))
+        assert once.attribute() == thrice
 
 
 def test_a_store_at_a_path_still_reads_its_lookup_rows(bundled, tmp_path):

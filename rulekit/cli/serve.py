@@ -53,6 +53,8 @@ def serve(
     graceful_timeout: int = typer.Option(30, min=0, help="Seconds in-flight requests get at shutdown."),
     state_dir: Optional[Path] = typer.Option(None, help="Folder for open jobs (default: a fresh temporary one)."),
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request."),
+    http: str = typer.Option("auto", help="HTTP/1.1 parser: httptools (C, the default when installed: `auto`) "
+                             "or h11 (pure Python)."),
 ) -> None:
     """Serve attribution over HTTP (FastAPI on uvicorn): POST /v1/attribute, the /v1/jobs cycle, /v1/health."""
     from rulekit.cli.render import print_diagnostics
@@ -60,6 +62,13 @@ def serve(
     from rulekit.service.settings import ServiceSettings, token_from_env
     from rulekit.service.startup import CorpusError, load_service_corpus, self_test
 
+    from rulekit.service.limits import http_protocol
+
+    try:
+        http_protocol(http, header_timeout)
+    except ValueError as e:
+        typer.echo(f"error: --{e}", err=True)
+        raise typer.Exit(ExitStatus.USAGE)
     check_paths_exist(rules)
     choice = choose_or_exit(rules, bundled)
     try:
@@ -89,7 +98,7 @@ def serve(
                                body_timeout_s=body_timeout, body_deadline_s=body_deadline,
                                request_timeout_s=request_timeout, job_ttl_s=job_ttl, max_open_jobs=max_jobs,
                                state_dir=str(state), allow_failing_tests=allow_failing_tests,
-                               access_log=access_log, graceful_shutdown_s=graceful_timeout)
+                               access_log=access_log, graceful_shutdown_s=graceful_timeout, http=http)
     token = token_from_env()
     typer.echo(f"rulekit serving {len(engine.rules)} rules (corpus {digest[:12]}, {summary['passed']}/"
                f"{summary['total']} start-up tests pass) on http://{url_host(host)}:{settings.port} with "
@@ -118,12 +127,11 @@ def serve(
 def _run(engine, settings, sock: socket.socket, digest: str, summary: dict, token: str | None) -> None:
     import uvicorn
 
-    from rulekit.service.limits import TimedH11Protocol
+    from rulekit.service.limits import http_protocol
     from rulekit.service.settings import SETTINGS_ENV
     from rulekit.service.worker import SELF_TEST_ENV
 
-    TimedH11Protocol.header_timeout = settings.header_timeout_s
-    common = dict(http=TimedH11Protocol, lifespan="on", access_log=settings.access_log,
+    common = dict(http=http_protocol(settings.http, settings.header_timeout_s), lifespan="on", access_log=settings.access_log,
                   timeout_keep_alive=settings.keep_alive_s, timeout_graceful_shutdown=settings.graceful_shutdown_s,
                   limit_concurrency=settings.max_concurrency, backlog=settings.backlog, proxy_headers=False,
                   server_header=False, log_level="info")

@@ -55,12 +55,22 @@ class _Template:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
         self.tables = tuple((t, *conn.execute(f'SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM "{t}"').fetchone())
                             for t in names)
-        self.wipe = tuple(f'DELETE FROM "{t}" WHERE rowid > {last}' for t, _, last in self.tables)
-        # one statement: the pages, and per table its rows up to the template's last (there must be as many
-        # as the template has) and past it (to delete)
-        self.probe = "SELECT (SELECT page_count FROM pragma_page_count()), " + ", ".join(
-            f'(SELECT COUNT(*) FROM "{t}" WHERE rowid <= {last}), (SELECT COUNT(*) FROM "{t}" WHERE rowid > {last})'
-            for t, _, last in self.tables)
+        # one statement, the probe: the pages; per table the template leaves empty (most), whether it
+        # holds a row (then all go); per table with rows (the lookup tables seeded), all its rows and
+        # those past the template's last (to delete): the difference, its rows up to the last, must be
+        # as many as the template has.  (A whole-table COUNT(*) counts the b-tree's pages, a range walks
+        # its rows: counting the rule names' hundreds of rows up to the last took ~0.1 ms a job.)
+        cols = ["(SELECT page_count FROM pragma_page_count())"]
+        wipe = []  # (probe column: rows to delete, template rows: None for an empty table, statement)
+        for t, n, last in self.tables:
+            if n == 0:
+                wipe.append((len(cols), None, f'DELETE FROM "{t}"'))
+                cols.append(f'EXISTS (SELECT 1 FROM "{t}")')
+            else:
+                wipe.append((len(cols) + 1, n, f'DELETE FROM "{t}" WHERE rowid > {last}'))
+                cols += [f'(SELECT COUNT(*) FROM "{t}")', f'(SELECT COUNT(*) FROM "{t}" WHERE rowid > {last})']
+        self.wipe = tuple(wipe)
+        self.probe = "SELECT " + ", ".join(cols)
         self.pages = conn.execute("PRAGMA page_count").fetchone()[0]
         self.spare: list[sqlite3.Connection] = []  # wiped copies, ready
 
@@ -119,10 +129,10 @@ def _wiped(conn: sqlite3.Connection, t: _Template) -> bool:
         if conn.in_transaction:
             return False
         got = conn.execute(t.probe).fetchone()
-        if got[0] > t.pages or any(got[1 + 2 * i] != n for i, (_, n, _) in enumerate(t.tables)):
+        if got[0] > t.pages or any(n is not None and got[i - 1] - got[i] != n for i, n, _ in t.wipe):
             return False
-        for i, sql in enumerate(t.wipe):
-            if got[2 + 2 * i]:  # only the tables its user added rows to
+        for i, _, sql in t.wipe:
+            if got[i]:  # only the tables its user added rows to
                 conn.execute(sql)
         return True
     except sqlite3.Error:  # (a closed connection included)

@@ -858,11 +858,20 @@ class FilterPhase:
         if fallbacks:
             with state.stream.running(None, "filter:EXPLAINED"):
                 drop_explained(state.stream, fallbacks)
+        stream, job, registry, dumps, limits, fleet = (state.stream, state.job, state.engine.registry, state.dumps,
+                                                       state.limits, state.fleet)
+        skew = state.engine.config.clock_skew_seconds
         for rule, phase in _filter_phases(state.engine):
-            ctx = FilterContext(state.stream, state.job, state.engine.registry, rule.name, rule.selects, state.dumps,
-                                state.limits, state.engine.config.clock_skew_seconds, fleet=state.fleet)
-            with state.stream.running(rule.name, phase):
-                state.run_rule(rule.name, lambda: rule.func(ctx))
+            name = rule.name
+            ctx = FilterContext(stream, job, registry, name, rule.selects, dumps, limits, skew, fleet=fleet)
+            # as `with stream.running(name, phase)`, without a generator-based context manager per
+            # filter (a small job runs every filter of the corpus: ~4 µs each)
+            before = stream.rule, stream.phase
+            stream.rule, stream.phase = name, phase
+            try:
+                state.run_rule(name, partial(rule.func, ctx))
+            finally:
+                stream.rule, stream.phase = before
 
 
 # ---- phase 3: refinement -----------------------------------------------------------------------------

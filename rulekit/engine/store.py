@@ -61,6 +61,10 @@ from rulekit.engine.gcpolicy import paused_gc  # noqa: F401 - (re-exported: attr
 from rulekit.extract.linectx import NO_YEAR
 
 _EVENT_TYPES = tuple(et.value for et in EventType)
+# the sources and formats most observations name (the scheduler's own lines, the Service's and the
+# CLI's defaults): every store starts with them, so a small job's store adds no lookup row for them
+_SOURCES = ("applog", "syslog", "scheduler")
+_FORMATS = ("text", "slurm")
 _CLOSED = sqlite3.connect(":memory:", check_same_thread=False)  # a closed store's `conn`: any use raises, as
 _CLOSED.close()  # the use of a closed connection does
 
@@ -284,7 +288,8 @@ class EventManager:
         self._template: Any = None  # a `freshdb` copy's handle (the connection is given back at close)
         if path is None:  # a copy of a template with the schema, the event types and these rules (`freshdb`)
             self.conn, seeded, by_id, self._template = fresh_memory_db(
-                SCHEMA, (("event_types", _EVENT_TYPES), ("rules", names)))
+                SCHEMA, (("event_types", _EVENT_TYPES), ("obs_sources", _SOURCES), ("obs_formats", _FORMATS),
+                         ("rules", names)))
             self._ids.update(seeded)
             self._by_id.update((t, (len(seeded[t]), by_id[t])) for t in seeded)  # (the template's: shared)
         else:
@@ -311,6 +316,12 @@ class EventManager:
         self._kept_at_checkpoint: dict[int, list[tuple]] = {}
         # in-memory checkpoints: context -> (first id after it, ids of its rows changed since)
         self._undo: dict[int, tuple[int, set[int]]] = {}
+        # no `event_repeats` row yet (a fresh store, until `add_repeats`): the questions about them
+        # are answered without SQLite (a small job has none; three queries a job otherwise)
+        self._no_repeats = path is None
+        # contexts that may have rows in `checkpoint_events` (a copied checkpoint); None: unknown (a
+        # store at a path may hold earlier runs' rows), so every checkpoint deletes them first
+        self._copied: set[int] | None = set() if path is None else None
         if path is None:  # a fresh store: no events yet, and its lookup rows all there
             self._next_id = 1
         else:
@@ -320,6 +331,10 @@ class EventManager:
             self.conn.execute("BEGIN")
             for et in _EVENT_TYPES:
                 self.lookup("event_types", et)
+            for source in _SOURCES:
+                self.lookup("obs_sources", source)
+            for fmt in _FORMATS:
+                self.lookup("obs_formats", fmt)
             for name in names:
                 self.lookup("rules", name)
             self.conn.execute("COMMIT")
@@ -532,6 +547,7 @@ class EventManager:
         """Record evidence aggregated beyond the per-key cap: rows of (context_id,
         obs_context_id, rule, event_type, symptom, node, count, first_line,
         last_line, last_timestamp)."""
+        self._no_repeats = False
         self.execute_many(
             "INSERT INTO event_repeats(context_id, obs_context_id, source_rule, event_type, symptom, resources, count, "
             "first_line, last_line, last_timestamp) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -541,6 +557,8 @@ class EventManager:
     def repeats_by_group(self, context_id: int) -> dict[tuple, int]:
         """Events of a context aggregated rather than stored, per (rule, event type name,
         symptom, node)."""
+        if self._no_repeats:
+            return {}
         rows = self.conn.execute(
             "SELECT ru.name, t.name, r.symptom, r.resources, SUM(r.count) FROM event_repeats r "
             "JOIN event_types t ON t.id = r.event_type LEFT JOIN rules ru ON ru.id = r.source_rule "
@@ -550,6 +568,8 @@ class EventManager:
     def left_out(self, context_id: int) -> dict[tuple[str | None, str | None], tuple[int, str | None]]:
         """(rule, node) -> (hits counted but not stored, the last of their timestamps) of a
         context: what extraction aggregated past the repeat / group caps."""
+        if self._no_repeats:
+            return {}
         rows = self.conn.execute(
             "SELECT ru.name, r.resources, SUM(r.count), MAX(r.last_timestamp) FROM event_repeats r "
             "LEFT JOIN rules ru ON ru.id = r.source_rule WHERE r.context_id = ? GROUP BY ru.name, r.resources",
@@ -558,6 +578,8 @@ class EventManager:
 
     def repeats(self, context_id: int, event_types: Sequence[str] | None = None) -> int:
         """How many events of a context (of these types) were aggregated rather than stored."""
+        if self._no_repeats:
+            return 0
         sql, args = "SELECT SUM(r.count) FROM event_repeats r", [context_id]
         if event_types is not None:
             sql += (" JOIN event_types t ON t.id = r.event_type WHERE r.context_id = ? "
@@ -594,17 +616,31 @@ class EventManager:
         store at a given path (its checkpoints outlive this manager)."""
         self.flush(rows_may_wait=True)
         kept = self.mirror(context_id)
-        if kept is None or self.path is not None:
+        in_sql = kept is None or self.path is not None
+        if in_sql:
             self._write_rows()  # copied in SQL below
-        self.conn.execute("BEGIN")
-        self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
-        self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
-        if kept is None or self.path is not None:
-            self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?", (context_id,))
-            self._undo.pop(context_id, None)
-        else:
+        copied = self._copied
+        if not in_sql and copied is not None and context_id not in copied:
+            # by its kept rows, and no earlier copy to delete: one statement (a small job's one
+            # checkpoint was four)
+            self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
             self._undo[context_id] = (self._next_id, set())
-        self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("BEGIN")
+            self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
+            self.conn.execute("INSERT OR REPLACE INTO checkpoints(context_id) VALUES (?)", (context_id,))
+            if in_sql:
+                self.conn.execute("INSERT INTO checkpoint_events SELECT * FROM events WHERE context_id = ?",
+                                  (context_id,))
+                self._undo.pop(context_id, None)
+            else:
+                self._undo[context_id] = (self._next_id, set())
+            self.conn.execute("COMMIT")
+            if copied is not None:
+                if in_sql:
+                    copied.add(context_id)
+                else:
+                    copied.discard(context_id)
         if kept is not None:
             self._kept_at_checkpoint[context_id] = kept[:]
         else:
@@ -614,6 +650,8 @@ class EventManager:
         """Copy the in-memory checkpoints into the database (their kept rows are
         about to go): the checkpointed rows as they were, from the kept rows."""
         for context_id, _undo in list(self._undo.items()):
+            if self._copied is not None:
+                self._copied.add(context_id)
             self.execute_many(f"INSERT INTO checkpoint_events({_COLUMNS}) VALUES ({','.join('?' * 12)})",
                               [_params(r) for r in self._kept_at_checkpoint[context_id]])
         self._undo.clear()
@@ -644,6 +682,8 @@ class EventManager:
             self.conn.execute("DELETE FROM checkpoint_events WHERE context_id = ?", (context_id,))
         self.conn.execute("DELETE FROM checkpoints WHERE context_id = ?", (context_id,))
         self.conn.execute("COMMIT")
+        if self._copied is not None:
+            self._copied.discard(context_id)
         if kept is not None:
             self._kept_count -= len(kept)
             if snapshot is None:  # the checkpoint was not mirrored: nor is what it restored

@@ -20,10 +20,10 @@ too large or too many JSON values, 408 too slow, 401 bad token, 404, 405, 422
 for a field, 429 when the job store is full, 503 past the request deadline);
 an unexpected exception (a rule's SystemExit included) is a 500 with an
 `error_id` that the server log repeats with the traceback.  Request bodies are
-parsed by pydantic straight from bytes.  CPU work runs in a thread, so the
-event loop keeps accepting connections, within the request deadline (past it
-the thread is abandoned; rule code runs under its time budget, so a looping
-rule ends it).  Every answer carries nosniff and CSP headers (`security`).
+parsed by pydantic straight from bytes.  CPU work runs in a worker thread
+(`rulekit.service.threads`), so the event loop keeps accepting connections,
+within the request deadline (past it the thread is abandoned; rule code runs
+under its time budget, so a looping rule ends it).  Every answer carries nosniff and CSP headers (`security`).
 
 `POST /v1/attribute`, the request a client of many small jobs sends, is answered
 by the same endpoint and error handlers without FastAPI's routing and middleware
@@ -42,7 +42,6 @@ import uuid
 from contextlib import asynccontextmanager
 from typing import Any, Callable
 
-import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -54,6 +53,7 @@ from rulekit.engine.session import Session
 from rulekit.service.jobs import JobNotFound, JobStore, StoreFull
 from rulekit.service.limits import BodyLimit
 from rulekit.service.security import SecurityHeaders
+from rulekit.service.threads import Threads
 from rulekit.service.metrics import ServiceMetrics
 from rulekit.service.schema import (
     AttributeRequest,
@@ -139,6 +139,7 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
     jobs = store or JobStore(engine, state_dir, settings.job_ttl_s, settings.max_open_jobs)
     started = time.time()
     metrics = ServiceMetrics()
+    threads = Threads()  # the requests' CPU work (`in_thread`)
 
     def measured(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -220,9 +221,9 @@ def create_app(engine: Any, settings: ServiceSettings | None = None, *, corpus_h
                 raise RuntimeError(f"{type(e).__name__} raised during the request: {e}") from e
 
         try:
-            return await asyncio.wait_for(anyio.to_thread.run_sync(guarded, abandon_on_cancel=True),
-                                          settings.request_timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(settings.request_timeout_s):  # (not `wait_for`: no task per request)
+                return await threads.run(guarded)
+        except TimeoutError:
             error_id = uuid.uuid4().hex[:16]
             log.error("request %s did not finish within %g s; its thread was abandoned", error_id,
                       settings.request_timeout_s)

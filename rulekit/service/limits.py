@@ -13,10 +13,18 @@ than a reset connection), never held in memory.  Each chunk must arrive within `
 and the whole body within `body_deadline_s` however it trickles (408
 otherwise).  The answers are the Service's JSON error body.
 
-`TimedH11Protocol` closes a connection that has not sent complete request
-headers within `header_timeout` seconds of connecting, or of the first byte of
-its next request: uvicorn itself only times out idle keep-alive connections, so
-a client trickling header bytes would hold a connection forever.  No routing.
+The header deadline: a connection that has not sent complete request headers
+within `header_timeout` seconds of connecting, or of the first byte of its next
+request, is closed (uvicorn itself only times out idle keep-alive connections, so
+a client trickling header bytes would hold a connection forever).  Both of
+uvicorn's HTTP/1.1 protocols get it: `TimedHttpToolsProtocol` (the C parser,
+llhttp; the default, `http_protocol("auto")`: a small request costs ~0.5 ms less
+of the worker's CPU than through h11) and `TimedH11Protocol` (pure Python, the
+fallback where httptools is not installed).  llhttp keeps no limit on a header
+block, so the httptools protocol sets h11's: a request whose headers are still
+incomplete past `MAX_HEADER_BYTES` is answered 400 and closed, as h11 does (a
+pipelined request that began in the read where the one before it ended is counted
+from its next read: at most one read more).  No routing.
 """
 from __future__ import annotations
 
@@ -25,6 +33,11 @@ import json
 from typing import Any, Awaitable, Callable
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError:  # httptools not installed: h11 only
+    HttpToolsProtocol = None  # type: ignore[assignment,misc]
 
 from rulekit.inputs.bounded import json_value_bound
 
@@ -80,8 +93,12 @@ class BodyLimit:
         while True:
             left = end - loop.time()
             try:
-                msg = await asyncio.wait_for(receive(), max(0.0, min(self.timeout, left)))
-            except asyncio.TimeoutError:
+                if left <= 0:  # (a body always ready to read would never wait for a timeout to fire)
+                    raise TimeoutError
+                # (`asyncio.timeout`, not `wait_for`: no task per read)
+                async with asyncio.timeout(min(self.timeout, left)):
+                    msg = await receive()
+            except TimeoutError:
                 if left <= self.timeout:
                     text = f"the request body did not arrive in full within {self.deadline:g} s (--body-deadline)"
                 else:
@@ -132,8 +149,9 @@ class BodyLimit:
         deadline = loop.time() + DRAIN_MAX_S
         while drained <= DRAIN_MAX_BYTES and loop.time() < deadline:
             try:
-                msg = await asyncio.wait_for(receive(), self.timeout)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self.timeout):
+                    msg = await receive()
+            except TimeoutError:
                 return
             if msg["type"] != "http.request":
                 return
@@ -151,18 +169,21 @@ async def _send_all(send: Send, msgs: tuple[Message, Message]) -> None:
         await send(m)
 
 
-class TimedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for complete request headers."""
+MAX_HEADER_BYTES = 16 * 1024  # h11's limit on an incomplete header block (uvicorn's default), for both protocols
+
+
+class _HeaderDeadline:
+    """The header clock shared by both protocols (uvicorn's `loop`, `cycle`, `transport`)."""
 
     header_timeout: float = 10.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(transport)  # type: ignore[misc]
         self._arm_header_timer()
 
     def _arm_header_timer(self) -> None:
         self._cancel_header_timer()
-        self._header_timer = self.loop.call_later(self.header_timeout, self._header_deadline)
+        self._header_timer = self.loop.call_later(self.header_timeout, self._header_deadline)  # type: ignore[attr-defined]
 
     def _cancel_header_timer(self) -> None:
         t = getattr(self, "_header_timer", None)
@@ -170,17 +191,32 @@ class TimedH11Protocol(H11Protocol):
             t.cancel()
             self._header_timer = None
 
+    def _waiting(self) -> bool:
+        """No request in progress: the next one's headers are awaited."""
+        cycle = self.cycle  # type: ignore[attr-defined]
+        return cycle is None or cycle.response_complete
+
     def _header_deadline(self) -> None:
         self._header_timer = None
-        waiting = self.cycle is None or self.cycle.response_complete
-        if waiting and not self.transport.is_closing():
-            self.transport.close()
+        if self._waiting() and not self.transport.is_closing():  # type: ignore[attr-defined]
+            self.transport.close()  # type: ignore[attr-defined]
 
-    def data_received(self, data: bytes) -> None:
+    def _start_header_clock(self) -> None:
         # the first bytes of a request on a kept-alive connection start its header clock
         # (an idle kept-alive connection is uvicorn's keep-alive timeout's business)
-        if (self.cycle is None or self.cycle.response_complete) and getattr(self, "_header_timer", None) is None:
+        if getattr(self, "_header_timer", None) is None and self._waiting():
             self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
+class TimedH11Protocol(_HeaderDeadline, H11Protocol):
+    """uvicorn's h11 protocol with a deadline for complete request headers."""
+
+    def data_received(self, data: bytes) -> None:
+        self._start_header_clock()
         super().data_received(data)
 
     def handle_events(self) -> None:
@@ -188,6 +224,56 @@ class TimedH11Protocol(H11Protocol):
         if self.cycle is not None and not self.cycle.response_complete:
             self._cancel_header_timer()  # the headers are in: the body has its own timeout
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_header_timer()
-        super().connection_lost(exc)
+
+if HttpToolsProtocol is not None:
+    class TimedHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
+        """uvicorn's httptools protocol with a deadline for complete request headers and
+        h11's bound on their bytes."""
+
+        _awaiting_headers = False
+        _header_bytes = 0
+        _ended_in_read = False  # a request ended in the read being parsed
+        _began_mid_read = False  # the awaited request began in a read after another one's end
+
+        def data_received(self, data: bytes) -> None:
+            self._start_header_clock()
+            self._ended_in_read = False
+            super().data_received(data)
+            if self._awaiting_headers and self.parser is not None and not self.transport.is_closing():
+                if self._began_mid_read:  # (its read also held the end of the one before: not counted,
+                    self._began_mid_read = False  # at most one read's size)
+                    return
+                self._header_bytes += len(data)
+                if self._header_bytes > MAX_HEADER_BYTES:
+                    self._awaiting_headers = False
+                    self.logger.warning("Invalid HTTP request received.")
+                    self.send_400_response("Invalid HTTP request received.")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._awaiting_headers, self._header_bytes, self._began_mid_read = True, 0, self._ended_in_read
+
+        def on_message_complete(self) -> None:
+            self._ended_in_read = True
+            super().on_message_complete()
+
+        def on_headers_complete(self) -> None:
+            self._awaiting_headers = False
+            self._cancel_header_timer()  # the headers are in: the body has its own timeout
+            super().on_headers_complete()
+else:  # pragma: no cover - httptools is a dependency; without it, h11
+    TimedHttpToolsProtocol = None  # type: ignore[assignment,misc]
+
+HTTP_PROTOCOLS = ("auto", "httptools", "h11")
+
+
+def http_protocol(name: str, header_timeout: float) -> type:
+    """The protocol class uvicorn is to run (`ServiceSettings.http`), with the header deadline set:
+    "auto" is httptools when it is installed, else h11."""
+    if name not in HTTP_PROTOCOLS:
+        raise ValueError(f"http: {name!r} is not one of {', '.join(HTTP_PROTOCOLS)}")
+    if name == "httptools" and TimedHttpToolsProtocol is None:
+        raise ValueError("http: httptools is not installed (pip install httptools), or use h11")
+    cls = TimedHttpToolsProtocol if name != "h11" and TimedHttpToolsProtocol is not None else TimedH11Protocol
+    cls.header_timeout = header_timeout
+    return cls

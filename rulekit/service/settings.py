@@ -40,6 +40,7 @@ class ServiceSettings:
     allow_failing_tests: bool = False
     access_log: bool = True
     max_concurrency: int = 1024  # connections+tasks per worker before uvicorn answers 503
+    http: str = "auto"  # uvicorn's HTTP/1.1 protocol (`limits.http_protocol`): httptools when installed, else h11
     backlog: int = 2048
 
     def to_env(self) -> str:

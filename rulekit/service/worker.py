@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from rulekit.service.app import create_app
-from rulekit.service.limits import TimedH11Protocol
+from rulekit.service.limits import http_protocol
 from rulekit.service.settings import ServiceSettings, token_from_env
 from rulekit.service.startup import load_service_corpus
 
@@ -22,7 +22,7 @@ SELF_TEST_ENV = "RULEKIT_SERVICE_SELF_TEST"
 
 def create_worker_app() -> Any:
     settings = ServiceSettings.from_env()
-    TimedH11Protocol.header_timeout = settings.header_timeout_s
+    http_protocol(settings.http, settings.header_timeout_s)  # (the class uvicorn runs here: its header deadline)
     tested = json.loads(os.environ.get(SELF_TEST_ENV) or "{}")
     engine, digest, _ = load_service_corpus(settings.rules)
     summary = dict(tested.get("summary") or {"ok": None, "note": "not run"})
