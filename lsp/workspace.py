@@ -791,6 +791,7 @@ class Workspace:
         self.corpora: list[Corpus] = []
         self._bundled: Corpus | None = None
         self.project_problems: list[Diagnostic] = []  # RK008: the project file's, published on it
+        self._disk: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((mtime ns, size), its text)
 
     def configure(self, roots: Iterable[str], settings: Settings | None = None) -> None:
         if settings is not None:
@@ -903,10 +904,28 @@ class Workspace:
             st = c.files.get(path)
             if st is not None:
                 return st.text
+        return self._read(path)
+
+    DISK_TEXTS = 64  # texts of files not open in the editor kept at once
+
+    def _read(self, path: str) -> str | None:
+        """A file's text from disk, the same string object while the file is unchanged
+        (its size and modification time): a publish converts thousands of spans into
+        files of context folders (a lint finding's related place), and the conversion's
+        split of a text into lines is kept per text object."""
         try:
-            return Path(path).read_text(encoding="utf-8", errors="replace")
+            st = os.stat(path)
+            key = (st.st_mtime_ns, st.st_size)
+            got = self._disk.get(path)
+            if got is not None and got[0] == key:
+                return got[1]
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
+        if len(self._disk) >= self.DISK_TEXTS:
+            self._disk.pop(next(iter(self._disk)))
+        self._disk[path] = (key, text)
+        return text
 
     def file(self, path: str) -> tuple[Corpus, FileState] | None:
         c = self.corpus_for(path, create=False)

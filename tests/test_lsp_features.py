@@ -437,3 +437,23 @@ def test_code_action_sets_a_missing_blame(tmp_path: Path, name: str, text: str):
     f.write_text(fixed)
     c = Corpus([folder])
     assert not [d for d in c.diagnostics_by_file().get(p, []) if d.code in ("RK208", "RK101", "RK102")]
+
+
+def test_a_file_not_open_is_read_once_while_unchanged(tmp_path: Path):
+    """Publishing converts thousands of related places in files of context folders: their
+    text is one object while the file is unchanged (the line split is kept per object),
+    and a changed file is read again, even at the same size."""
+    import os
+
+    f = tmp_path / "ctx.toml"
+    f.write_text("a = 1\n")
+    w = Workspace()
+    first = w.text_of(str(f))
+    assert first == "a = 1\n" and w.text_of(str(f)) is first
+    assert convert.to_position(w.text_of(str(f)), 1, 3) == T.Position(line=0, character=2)
+    f.write_text("b = 2\n")  # same size
+    st = os.stat(f)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert w.text_of(str(f)) == "b = 2\n"
+    f.unlink()
+    assert w.text_of(str(f)) is None
