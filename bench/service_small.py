@@ -9,6 +9,13 @@ then 2 workers and measures, on keep-alive connections:
 2. small jobs per second: the same small attribute request from 8 concurrent
    keep-alive clients for --seconds, every answer must be 200.
 
+The load comes from a minimal keep-alive HTTP/1.1 client over asyncio streams (one
+request written, the status line, headers and Content-Length body read back, as
+wrk or h2load do), so the numbers are the server's and the loopback's: the load
+generator shares this machine's cores with the server, and a full HTTP library
+costs about a millisecond of client CPU per request (the same measurements
+through httpx are printed beside, `*_httpx`).
+
 Targets: a small request under 5 ms p50, over 200 small jobs/s with one worker.
 A response written in two pieces waits for the client's delayed ACK (~40 ms)
 unless the server's connections have TCP_NODELAY: this is the benchmark that
@@ -43,6 +50,65 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+class RawClient:
+    """One keep-alive HTTP/1.1 connection: a request out, its response (status, body)
+    back.  Only what the Service answers is read: Content-Length bodies."""
+
+    def __init__(self, url: str):
+        host, port = url.split("://", 1)[1].rsplit(":", 1)
+        self.host, self.port = host, int(port)
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                + (f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if body or method == "POST"
+                   else "") + "\r\n").encode()
+        self.writer.write(head + body)
+        assert self.reader is not None
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        length = None
+        for ln in lines[1:]:
+            k, _, v = ln.partition(":")
+            if k.strip().lower() == "content-length":
+                length = int(v)
+            elif k.strip().lower() == "transfer-encoding":
+                raise RuntimeError(f"unexpected Transfer-Encoding: {v.strip()}")
+        if length is None:
+            raise RuntimeError("a response without Content-Length")
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def one_at_a_time_raw(url: str, n: int) -> dict:
+    """`one_at_a_time` through `RawClient` (the server's latency without a client library's)."""
+    out = {}
+    c = RawClient(url)
+    try:
+        for name, call in (("health", lambda i: c.request("GET", "/v1/health")),
+                           ("attribute_small", lambda i: c.request("POST", "/v1/attribute", small_payload(i)))):
+            for i in range(10):
+                await call(i)
+            ms = []
+            for i in range(n):
+                t = time.perf_counter()
+                status, body = await call(i)
+                ms.append((time.perf_counter() - t) * 1000)
+                assert status == 200, body[:300]
+            out[name] = {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(pct(ms, 95), 2),
+                         "max_ms": round(max(ms), 2)}
+    finally:
+        c.close()
+    return out
+
+
 def one_at_a_time(url: str, n: int) -> dict:
     out = {}
     with httpx.Client(timeout=30) as c:
@@ -62,7 +128,8 @@ def one_at_a_time(url: str, n: int) -> dict:
     return out
 
 
-async def jobs_per_second(url: str, seconds: float, pid: int, clients: int = 8, warm: float = 2.0) -> dict:
+async def jobs_per_second(url: str, seconds: float, pid: int, clients: int = 8, warm: float = 2.0,
+                          raw: bool = True) -> dict:
     """Small jobs from `clients` keep-alive clients: `warm` seconds first (each request
     thread of the server pays its first job once), then `seconds` measured; also the
     server's CPU milliseconds per job (all its processes), which the machine's other
@@ -74,9 +141,19 @@ async def jobs_per_second(url: str, seconds: float, pid: int, clients: int = 8, 
 
     async def client() -> None:
         nonlocal done, errors
-        async with httpx.AsyncClient(timeout=60) as c:
+        if raw:
+            c = RawClient(url)
+            try:
+                while time.perf_counter() < stop_at:
+                    status, _ = await c.request("POST", "/v1/attribute", body)
+                    if measuring:
+                        done, errors = (done + 1, errors) if status == 200 else (done, errors + 1)
+            finally:
+                c.close()
+            return
+        async with httpx.AsyncClient(timeout=60) as hc:
             while time.perf_counter() < stop_at:
-                r = await c.post(f"{url}/v1/attribute", content=body, headers={"content-type": "application/json"})
+                r = await hc.post(f"{url}/v1/attribute", content=body, headers={"content-type": "application/json"})
                 if not measuring:
                     continue
                 if r.status_code == 200:
@@ -102,8 +179,13 @@ def measure(workers: int, requests: int, seconds: float, code: Path | None = Non
     """One server (this checkout's rulekit, or `code`'s): latency one at a time, then jobs/s."""
     proc, url = start(workers, code=code)
     try:
-        r = one_at_a_time(url, requests)
+        r = asyncio.run(one_at_a_time_raw(url, requests))
         r.update(asyncio.run(jobs_per_second(url, seconds, proc.pid)))
+        httpx_r = one_at_a_time(url, requests)
+        httpx_r.update(asyncio.run(jobs_per_second(url, seconds, proc.pid, raw=False)))
+        for k, v in httpx_r.items():
+            if k in ("health", "attribute_small", "jobs_per_s", "server_cpu_ms_per_job"):
+                r[f"{k}_httpx"] = v
     finally:
         stop(proc)
     return r
