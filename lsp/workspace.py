@@ -551,14 +551,17 @@ class TestJob:
                                               error=f"could not build the rule engine: {e}") for i, t in enumerate(r.tests)]
             return results, new_cache
         aliases = self.registry.aliases()
-        if sum(len(r.tests) for r in self.rules) > 50:
-            # many tests (the first run, or a large file): one acceleration structure over every
-            # rule, which each test narrows to its rules, instead of one built per test
+        keys = {id(r): [_test_key(r, t, aliases) for t in r.tests] for r in self.rules}
+        if sum(1 for ks in keys.values() for k in ks if k not in self.cache) > WHOLE_PLAN_TESTS:
+            # many tests to run (the first run, or a large new file): one acceleration structure
+            # over every rule, which each test narrows to its rules, instead of one built per
+            # test.  Not for a file's tests after an edit: most are cached, and the structure
+            # of a corpus of thousands of rules costs seconds (a Hyperscan compile)
             engine.scan_plan("applog", "text")
         for r in self.rules:
             out = []
             for i, t in enumerate(r.tests):
-                key = _test_key(r, t, aliases)
+                key = keys[id(r)][i]
                 res = self.cache.get(key)
                 if res is None:
                     FOREGROUND.checkpoint()
@@ -587,6 +590,7 @@ class TestJob:
 
 
 _MEMO_READ = False
+WHOLE_PLAN_TESTS = 50  # tests to run (not cached) above which a test run builds the corpus's whole scan plan
 MEMO_SAVE_INTERVAL_S = 60.0  # the lint memo is written after the first lint, then at most this often
 
 

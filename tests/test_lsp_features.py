@@ -457,3 +457,37 @@ def test_a_file_not_open_is_read_once_while_unchanged(tmp_path: Path):
     assert w.text_of(str(f)) == "b = 2\n"
     f.unlink()
     assert w.text_of(str(f)) is None
+
+
+def test_an_edit_of_a_large_file_runs_its_tests_without_the_whole_scan_plan(tmp_path: Path, monkeypatch):
+    """A file of many rules: its first test run builds the corpus's whole acceleration
+    structure once (many tests to run); after an edit of one rule only that rule's tests
+    run (the rest are cached), and a whole structure of a corpus of thousands of rules
+    would cost seconds (a Hyperscan compile): it is not built again."""
+    from rulekit.rules.corpus import RuleEngine
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    body = ['[[symptom]]\nname = "LARGE_FILE_SYMPTOM"\noutcome = "hardware"\nsub_domain = "gpu"\nrank = 500\n']
+    for i in range(60):
+        body.append(f'[[extractor]]\nname = "LargeFileRule{i}"\nmatch_re = \'widget{i:03d} failed\'\nsource = "syslog"\n'
+                    f'emit = {{ type = "bad_node", symptom = "LARGE_FILE_SYMPTOM" }}\n'
+                    f'[[extractor.test]]\nline = "widget{i:03d} failed"\nsymptom = "LARGE_FILE_SYMPTOM"\n')
+    f = rules / "large.toml"
+    f.write_text("\n".join(body))
+    built: list[int] = []
+    real = RuleEngine._build_plan
+    monkeypatch.setattr(RuleEngine, "_build_plan", lambda self, *a: (built.append(1), real(self, *a))[1])
+    w = Workspace()
+    w.configure([str(tmp_path)], Settings(bundled=False))
+    c = w.corpora[0]
+    job = c.test_job([str(f)])
+    c.apply_tests(job, *job.run())
+    assert built and all(r.passed for rs in job.run()[0].values() for r in rs)
+    built.clear()
+    c.update(str(f), f.read_text().replace("widget007 failed'", "widget007 (?:failed|broke)'", 1))
+    job = c.test_job([str(f)])
+    results, _ = job.run()
+    c.apply_tests(job, results, {})
+    assert not built
+    assert [r.passed for r in results["LargeFileRule7"]] == [True]
