@@ -552,11 +552,12 @@ class TestJob:
             return results, new_cache
         aliases = self.registry.aliases()
         keys = {id(r): [_test_key(r, t, aliases) for t in r.tests] for r in self.rules}
-        if sum(1 for ks in keys.values() for k in ks if k not in self.cache) > WHOLE_PLAN_TESTS:
-            # many tests to run (the first run, or a large new file): one acceleration structure
-            # over every rule, which each test narrows to its rules, instead of one built per
-            # test.  Not for a file's tests after an edit: most are cached, and the structure
-            # of a corpus of thousands of rules costs seconds (a Hyperscan compile)
+        todo = sum(1 for ks in keys.values() for k in ks if k not in self.cache)
+        if todo > max(WHOLE_PLAN_TESTS, len(self.ruleset.rules) // 2):
+            # many tests to run for the corpus's size (the first run of all): one acceleration
+            # structure over every rule, which each test narrows to its rules, instead of one
+            # built per test (~3 ms each).  Not for one file's tests (cached or not): the
+            # structure of a corpus of thousands of rules costs seconds (a Hyperscan compile)
             engine.scan_plan("applog", "text")
         for r in self.rules:
             out = []
@@ -590,7 +591,8 @@ class TestJob:
 
 
 _MEMO_READ = False
-WHOLE_PLAN_TESTS = 50  # tests to run (not cached) above which a test run builds the corpus's whole scan plan
+WHOLE_PLAN_TESTS = 50  # tests to run (not cached), and half the corpus's rules, above which a test run
+# builds the corpus's whole scan plan
 MEMO_SAVE_INTERVAL_S = 60.0  # the lint memo is written after the first lint, then at most this often
 
 

@@ -491,3 +491,16 @@ def test_an_edit_of_a_large_file_runs_its_tests_without_the_whole_scan_plan(tmp_
     c.apply_tests(job, results, {})
     assert not built
     assert [r.passed for r in results["LargeFileRule7"]] == [True]
+    # a file whose tests never ran, in a corpus with many more rules: its own tests only
+    other = rules / "other.toml"
+    other.write_text("\n".join(b.replace("LargeFileRule", "OtherFileRule").replace("widget", "gadget")
+                               for b in body[1:]))
+    big = Workspace()
+    for extra in range(3):  # 180 more rules: 60 tests to run are fewer than half the corpus's 300
+        (rules / f"more{extra}.toml").write_text("\n".join(b.replace("LargeFileRule", f"More{extra}Rule")
+                                                           .replace("widget", f"thing{extra}") for b in body[1:]))
+    big.configure([str(tmp_path)], Settings(bundled=False))
+    c2 = big.corpora[0]
+    job = c2.test_job([str(other)])
+    results, _ = job.run()
+    assert not built and len(results) == 60 and all(r.passed for rs in results.values() for r in rs)
