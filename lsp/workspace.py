@@ -23,6 +23,7 @@ import dataclasses
 import ast
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -798,6 +799,7 @@ class Workspace:
         self._bundled: Corpus | None = None
         self.project_problems: list[Diagnostic] = []  # RK008: the project file's, published on it
         self._disk: dict[str, tuple[tuple[int, int], str]] = {}  # path -> ((mtime ns, size), its text)
+        self._disk_lock = threading.Lock()
 
     def configure(self, roots: Iterable[str], settings: Settings | None = None) -> None:
         if settings is not None:
@@ -928,9 +930,10 @@ class Workspace:
             text = Path(path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-        if len(self._disk) >= self.DISK_TEXTS:
-            self._disk.pop(next(iter(self._disk)))
-        self._disk[path] = (key, text)
+        with self._disk_lock:  # (requests are answered on the loop, but a worker thread may ask too)
+            if len(self._disk) >= self.DISK_TEXTS:
+                self._disk.pop(next(iter(self._disk)))
+            self._disk[path] = (key, text)
         return text
 
     def file(self, path: str) -> tuple[Corpus, FileState] | None:
